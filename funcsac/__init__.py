@@ -1,0 +1,20 @@
+"""funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
+from . import keys
+from .act import act
+from .batch import Batch, check_batch
+from .compile import compile_update
+from .config import SACConfig
+from .losses import actor_loss, critic_loss, temperature_loss
+from .networks import apply_actor, apply_critic, apply_critics, mlp
+from .optim import AdamState, adam_init, adam_update, global_norm
+from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
+from .state import HParams, SACState, Static, check_state, init_state
+from .update import Losses, make_update, soft_update, td_target, update
+
+__all__ = [
+    "keys", "act", "Batch", "check_batch", "compile_update", "SACConfig", "actor_loss",
+    "critic_loss", "temperature_loss", "apply_actor", "apply_critic", "apply_critics", "mlp",
+    "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
+    "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
+    "Losses", "make_update", "soft_update", "td_target", "update",
+]

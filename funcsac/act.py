@@ -1,0 +1,30 @@
+"""Acting with the policy."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .networks import apply_actor
+from .policy import tanh_gaussian_sample
+from .state import SACState
+
+
+def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
+        key: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Actions in [-1, 1] for ``obs [B, obs_dim]`` (or ``[obs_dim]``): ``tanh(mean)`` when
+    ``deterministic``, else a sample drawn with ``key`` (required then)."""
+    cfg = state.config
+    if obs.shape[-1:] != (cfg.obs_dim,) or obs.dim() not in (1, 2):
+        raise ValueError(f"obs: expected shape [B, {cfg.obs_dim}] or [{cfg.obs_dim}], "
+                         f"got {list(obs.shape)}")
+    if obs.dtype != cfg.dtype:
+        raise ValueError(f"obs: expected dtype {cfg.dtype}, got {obs.dtype}")
+    if not deterministic and key is None:
+        raise ValueError("act: a stochastic action needs a key (funcsac.keys.split(...))")
+    single = obs.dim() == 1
+    obs = obs.unsqueeze(0) if single else obs
+    mean, log_std = apply_actor(state.static.actor, state.actor, obs, cfg.log_std_min,
+                                cfg.log_std_max)
+    action = torch.tanh(mean) if deterministic else tanh_gaussian_sample(mean, log_std, key)[0]
+    return action.squeeze(0) if single else action

@@ -1,0 +1,60 @@
+"""A minibatch of transitions and its validation."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from .config import SACConfig
+
+
+class Batch(NamedTuple):
+    """Transitions: ``obs [B, obs_dim]``, ``action [B, act_dim]`` in [-1, 1], ``reward [B]``,
+    ``next_obs [B, obs_dim]``, ``terminated [B]`` (bool or float, 1 where the episode truly ended;
+    a time-limit truncation is not a termination)."""
+
+    obs: torch.Tensor
+    action: torch.Tensor
+    reward: torch.Tensor
+    next_obs: torch.Tensor
+    terminated: torch.Tensor
+
+
+def _fail(field: str, expected: str, got: str) -> None:
+    raise ValueError(f"Batch.{field}: expected {expected}, got {got}")
+
+
+def check_batch_structure(batch, config: SACConfig) -> None:
+    """Shape, dtype and device checks (no data is read, so it is free under ``torch.compile``)."""
+    if not isinstance(batch, Batch):
+        raise ValueError(f"expected a funcsac.Batch, got {type(batch).__name__}")
+    b = batch.obs.shape[0] if isinstance(batch.obs, torch.Tensor) and batch.obs.dim() else None
+    rows = "B" if b is None else str(b)
+    expected = {"obs": (b, config.obs_dim), "action": (b, config.act_dim), "reward": (b,),
+                "next_obs": (b, config.obs_dim), "terminated": (b,)}
+    device = torch.device(config.device)
+    for field, shape in expected.items():
+        x = getattr(batch, field)
+        want = "[" + ", ".join(rows if s is None or i == 0 else str(s)
+                               for i, s in enumerate(shape)) + "]"
+        if not isinstance(x, torch.Tensor):
+            _fail(field, f"a tensor of shape {want}", type(x).__name__)
+        if b is None or tuple(x.shape) != shape:
+            _fail(field, f"shape {want}", str(list(x.shape)))
+        allowed = (config.dtype, torch.bool) if field == "terminated" else (config.dtype,)
+        if x.dtype not in allowed:
+            _fail(field, "dtype " + " or ".join(map(str, allowed)), str(x.dtype))
+        if x.device.type != device.type or (device.index is not None and x.device != device):
+            _fail(field, f"device {device}", str(x.device))
+
+
+def check_batch(batch, config: SACConfig) -> None:
+    """``check_batch_structure`` plus finiteness and ``action`` within [-1, 1]; reads the data
+    (a host sync), so drivers call it outside the compiled update."""
+    check_batch_structure(batch, config)
+    for field in Batch._fields:
+        x = getattr(batch, field)
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            _fail(field, "finite values", "NaN or inf")
+    if bool((batch.action.abs() > 1.0).any()):
+        _fail("action", "values in the policy's [-1, 1] space", "values outside it")

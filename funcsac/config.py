@@ -1,0 +1,115 @@
+"""Static SAC configuration: sizes, structure and the initial values of the hyperparameters."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Optional
+
+import torch
+from torch import nn
+
+ModuleFactory = Callable[[int, int, tuple], nn.Module]
+
+
+@dataclasses.dataclass(frozen=True)
+class SACConfig:
+    """Everything about an agent that does not change while it trains.
+
+    Learning rates, ``tau``, ``gamma`` and ``target_entropy`` given here are only the initial values
+    of the state's dynamic hyperparameters (0-d tensors in ``SACState.hparams``), which may be
+    changed or vmapped at run time without recompiling.
+
+    ``actor_factory(obs_dim, act_dim, hidden_sizes)`` must build a module mapping ``obs [B, obs_dim]``
+    to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory`` one mapping the concatenation
+    ``[B, obs_dim + act_dim]`` to ``[B, 1]``. ``None`` means the default ReLU MLPs.
+    """
+
+    obs_dim: int
+    act_dim: int
+    hidden_sizes: tuple = (256, 256)
+    num_critics: int = 2
+    num_target_critics: Optional[int] = None  # REDQ's M; None means min(2, num_critics)
+    gamma: float = 0.99
+    tau: float = 0.005
+    actor_lr: float = 3e-4
+    critic_lr: float = 1e-3
+    alpha_lr: float = 1e-3
+    init_alpha: float = 1.0
+    learn_alpha: bool = True
+    target_entropy: Optional[float] = None  # None means -act_dim
+    policy_delay: int = 1
+    max_grad_norm: Optional[float] = None  # None: no clipping
+    weight_decay: float = 0.0  # decoupled (AdamW); 0 gives Adam
+    adam_betas: tuple = (0.9, 0.999)
+    adam_eps: float = 1e-8
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+    actor_q_reduction: str = "min"  # "min" or "mean" over the critics in the actor loss
+    actor_factory: Optional[ModuleFactory] = None
+    critic_factory: Optional[ModuleFactory] = None
+    device: str = "cpu"
+    dtype: torch.dtype = torch.float32
+
+    def __post_init__(self):
+        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
+        try:
+            object.__setattr__(self, "device", str(torch.device(self.device)))
+        except (RuntimeError, TypeError) as e:
+            raise ValueError(f"SACConfig.device must name a torch device, got {self.device!r}") from e
+        if self.num_target_critics is None:
+            object.__setattr__(self, "num_target_critics", min(2, self.num_critics))
+        if self.target_entropy is None:
+            object.__setattr__(self, "target_entropy", -float(self.act_dim))
+        validate_config(self)
+
+
+def _require(ok: bool, field: str, message: str, value) -> None:
+    if not ok:
+        raise ValueError(f"SACConfig.{field} {message}, got {value!r}")
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_real(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def validate_config(cfg: SACConfig) -> None:
+    """Raise ``ValueError`` naming the first invalid field of ``cfg``."""
+    for name in ("obs_dim", "act_dim", "num_critics", "policy_delay"):
+        v = getattr(cfg, name)
+        _require(_is_int(v) and v >= 1, name, "must be an integer >= 1", v)
+    _require(len(cfg.hidden_sizes) >= 1 and all(_is_int(h) and h >= 1 for h in cfg.hidden_sizes),
+             "hidden_sizes", "must be a non-empty sequence of integers >= 1", cfg.hidden_sizes)
+    m = cfg.num_target_critics
+    _require(_is_int(m) and 1 <= m <= cfg.num_critics, "num_target_critics",
+             f"must be an integer in [1, num_critics={cfg.num_critics}]", m)
+    _require(_is_real(cfg.gamma) and 0.0 <= cfg.gamma <= 1.0, "gamma", "must be in [0, 1]", cfg.gamma)
+    _require(_is_real(cfg.tau) and 0.0 <= cfg.tau <= 1.0, "tau", "must be in [0, 1]", cfg.tau)
+    for name in ("actor_lr", "critic_lr", "alpha_lr", "adam_eps"):
+        v = getattr(cfg, name)
+        _require(_is_real(v) and v >= 0.0, name, "must be a finite number >= 0", v)
+    _require(_is_real(cfg.init_alpha) and cfg.init_alpha > 0.0, "init_alpha", "must be > 0",
+             cfg.init_alpha)
+    _require(isinstance(cfg.learn_alpha, bool), "learn_alpha", "must be a bool", cfg.learn_alpha)
+    _require(_is_real(cfg.target_entropy), "target_entropy", "must be a finite number or None",
+             cfg.target_entropy)
+    _require(cfg.max_grad_norm is None or (_is_real(cfg.max_grad_norm) and cfg.max_grad_norm > 0),
+             "max_grad_norm", "must be None or a number > 0", cfg.max_grad_norm)
+    _require(_is_real(cfg.weight_decay) and cfg.weight_decay >= 0.0, "weight_decay",
+             "must be a number >= 0", cfg.weight_decay)
+    _require(len(cfg.adam_betas) == 2 and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.adam_betas),
+             "adam_betas", "must be two numbers in [0, 1)", cfg.adam_betas)
+    _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)
+             and cfg.log_std_min < cfg.log_std_max, "log_std_min",
+             "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
+    _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
+             "must be 'min' or 'mean'", cfg.actor_q_reduction)
+    for name in ("actor_factory", "critic_factory"):
+        v = getattr(cfg, name)
+        _require(v is None or callable(v), name, "must be None or a callable", v)
+    _require(isinstance(cfg.dtype, torch.dtype) and cfg.dtype.is_floating_point, "dtype",
+             "must be a floating torch.dtype", cfg.dtype)

@@ -1,0 +1,70 @@
+"""Functional Adam / AdamW over parameter dicts, with optional global-norm clipping.
+
+``adam_init(params) -> AdamState`` and ``adam_update(grads, state, params, lr, ...) ->
+(new_params, new_state, grad_norm)`` are pure: nothing is modified in place. Moments that decay
+below the smallest normal float are flushed to zero, so idle weights never produce denormals, which
+slow CPU arithmetic tenfold.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Tuple
+
+import torch
+
+from .networks import Params
+
+
+class AdamState(NamedTuple):
+    """Adam's state: step count (0-d, float) and first/second moments shaped like the params."""
+
+    count: torch.Tensor
+    mu: Params
+    nu: Params
+
+
+def adam_init(params: Params) -> AdamState:
+    """Zero moments and a zero step count for ``params``."""
+    first = next(iter(params.values()))
+    zeros = {k: torch.zeros_like(v) for k, v in params.items()}
+    return AdamState(torch.zeros((), dtype=first.dtype, device=first.device), zeros,
+                     {k: torch.zeros_like(v) for k, v in params.items()})
+
+
+def global_norm(tree: Params) -> torch.Tensor:
+    """The L2 norm of all tensors of ``tree`` together (0-d)."""
+    return torch.sqrt(sum(g.square().sum() for g in tree.values()))
+
+
+def _flush(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x.abs() < torch.finfo(x.dtype).tiny, torch.zeros_like(x), x)
+
+
+def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tensor, *,
+                betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                weight_decay: float = 0.0, decoupled: bool = True,
+                max_grad_norm: Optional[float] = None) -> Tuple[Params, AdamState, torch.Tensor]:
+    """One Adam step; AdamW when ``decoupled`` (weight decay ``lr * wd * p``), else L2 in the grads.
+
+    ``grad_norm`` is the global norm of ``grads`` before clipping; with ``max_grad_norm`` the
+    gradients are scaled by ``min(1, max_grad_norm / (grad_norm + 1e-6))`` as
+    ``torch.nn.utils.clip_grad_norm_`` does.
+    """
+    b1, b2 = betas
+    grad_norm = global_norm(grads)
+    if max_grad_norm is not None:
+        scale = torch.clamp(max_grad_norm / (grad_norm + 1e-6), max=1.0)
+        grads = {k: g * scale for k, g in grads.items()}
+    if weight_decay and not decoupled:
+        grads = {k: g + weight_decay * params[k] for k, g in grads.items()}
+    count = state.count + 1
+    step_size = lr / (1 - b1 ** count)
+    root_bc2 = torch.sqrt(1 - b2 ** count)
+    mu, nu, new = {}, {}, {}
+    for k, p in params.items():
+        g = grads[k]
+        mu[k] = _flush(b1 * state.mu[k] + (1 - b1) * g)
+        nu[k] = _flush(b2 * state.nu[k] + (1 - b2) * g * g)
+        if weight_decay and decoupled:
+            p = p * (1 - lr * weight_decay)
+        new[k] = p - step_size * mu[k] / (torch.sqrt(nu[k]) / root_bc2 + eps)
+    return new, AdamState(count, mu, nu), grad_norm

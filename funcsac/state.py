@@ -1,0 +1,162 @@
+"""The agent as one immutable pytree, and its initialisation."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import optree
+import torch
+import torch.utils._pytree as torch_pytree
+from torch import nn
+
+from . import keys
+from .config import SACConfig
+from .networks import (Params, cast_params, default_actor, default_critic, module_params,
+                       stack_params)
+from .optim import AdamState, adam_init
+
+
+class HParams(NamedTuple):
+    """Hyperparameters that may change at run time or be vmapped: 0-d tensors."""
+
+    actor_lr: torch.Tensor
+    critic_lr: torch.Tensor
+    alpha_lr: torch.Tensor
+    tau: torch.Tensor
+    gamma: torch.Tensor
+    target_entropy: torch.Tensor
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Static:
+    """The non-tensor part of a state: the config and the weightless module templates.
+
+    Two ``Static`` with equal configs are equal, so states built from the same config share one
+    pytree structure.
+    """
+
+    config: SACConfig
+    actor: nn.Module
+    critic: nn.Module
+
+    def __eq__(self, other):
+        return isinstance(other, Static) and self.config == other.config
+
+    def __hash__(self):
+        return hash(self.config)
+
+
+@dataclasses.dataclass(frozen=True)
+class SACState:
+    """Everything that changes while training; ``static`` is pytree metadata, not a leaf.
+
+    Shapes: ``critic`` and ``target_critic`` leaves have a leading ``[num_critics]`` axis;
+    ``log_alpha`` and ``step`` (int64) are 0-d; ``key`` is ``[2]`` int64.
+    """
+
+    actor: Params
+    critic: Params
+    target_critic: Params
+    actor_opt: AdamState
+    critic_opt: AdamState
+    alpha_opt: AdamState
+    log_alpha: torch.Tensor
+    key: torch.Tensor
+    step: torch.Tensor
+    hparams: HParams
+    static: Static
+
+    @property
+    def config(self) -> SACConfig:
+        return self.static.config
+
+    def replace(self, **changes) -> "SACState":
+        """A copy with some fields replaced."""
+        return dataclasses.replace(self, **changes)
+
+
+_LEAF_FIELDS = tuple(f.name for f in dataclasses.fields(SACState) if f.name != "static")
+
+
+def _flatten(state: SACState):
+    return [getattr(state, n) for n in _LEAF_FIELDS], state.static
+
+
+def _unflatten(static: Static, children) -> SACState:
+    return SACState(*children, static=static)
+
+
+optree.register_pytree_node(SACState, _flatten, _unflatten,
+                            namespace=getattr(optree.registry, "__GLOBAL_NAMESPACE"))
+torch_pytree.register_pytree_node(SACState, _flatten, lambda ch, static: _unflatten(static, ch),
+                                  serialized_type_name="funcsac.SACState")
+
+_STATICS: dict = {}
+
+
+def _build(config: SACConfig, num_critics: int):
+    """An actor module and a list of ``num_critics`` critic modules from the config's factories."""
+    sizes = (config.obs_dim, config.act_dim, config.hidden_sizes)
+    actor = (config.actor_factory or default_actor)(*sizes)
+    return actor, [(config.critic_factory or default_critic)(*sizes) for _ in range(num_critics)]
+
+
+def static_for(config: SACConfig) -> Static:
+    """The shared ``Static`` of a config: weightless templates built once per config."""
+    if config not in _STATICS:
+        with torch.device("meta"):
+            actor, (critic,) = _build(config, 1)
+        _STATICS[config] = Static(config, actor, critic)
+    return _STATICS[config]
+
+
+def init_state(config: SACConfig, seed: int = 0) -> SACState:
+    """A fresh agent: N independently initialised critics, targets equal to them, zero moments.
+
+    Weights are drawn from ``torch.manual_seed(seed)`` inside a forked RNG, so the global torch
+    RNG is left untouched; the state's key is ``keys.make_key(seed)``.
+    """
+    static = static_for(config)
+    dev, dt = torch.device(config.device), config.dtype
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        with torch.device("cpu"):
+            actor, critics = _build(config, config.num_critics)
+    actor_params = cast_params(module_params(actor), dev, dt)
+    critic_params = cast_params(stack_params(critics), dev, dt)
+    scalar = lambda v: torch.tensor(v, dtype=dt, device=dev)  # noqa: E731
+    log_alpha = scalar(math.log(config.init_alpha))
+    return SACState(
+        actor=actor_params,
+        critic=critic_params,
+        target_critic={k: v.clone() for k, v in critic_params.items()},
+        actor_opt=adam_init(actor_params),
+        critic_opt=adam_init(critic_params),
+        alpha_opt=adam_init({"log_alpha": log_alpha}),
+        log_alpha=log_alpha,
+        key=keys.make_key(seed, dev),
+        step=torch.zeros((), dtype=torch.int64, device=dev),
+        hparams=HParams(*(scalar(getattr(config, f)) for f in HParams._fields)),
+        static=static,
+    )
+
+
+def _check_params(name: str, params: Params, template: nn.Module, lead: tuple) -> None:
+    expected = {k: lead + tuple(v.shape) for k, v in
+                {**dict(template.named_parameters()), **dict(template.named_buffers())}.items()}
+    got = {k: tuple(v.shape) for k, v in params.items()}
+    if got != expected:
+        raise ValueError(f"SACState.{name} does not match its config: expected parameter shapes "
+                         f"{expected}, got {got}")
+
+
+def check_state(state: SACState) -> None:
+    """Raise ``ValueError`` if the state's parameters do not have the shapes its config implies
+    (shapes only, so it is free under ``torch.compile``)."""
+    if not isinstance(state, SACState):
+        raise ValueError(f"expected a funcsac.SACState, got {type(state).__name__}")
+    n = (state.config.num_critics,)
+    _check_params("actor", state.actor, state.static.actor, ())
+    _check_params("critic", state.critic, state.static.critic, n)
+    _check_params("target_critic", state.target_critic, state.static.critic, n)

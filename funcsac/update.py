@@ -1,0 +1,116 @@
+"""One SAC gradient step as a pure function: ``update(state, batch) -> (state, metrics)``.
+
+Order (as in jaxrl): critic step, polyak target update, actor step against the new critics,
+temperature step on the actor's log-probs. The actor and the temperature change only every
+``policy_delay`` steps, chosen with tensor arithmetic so that one compiled graph serves every step.
+All randomness comes from ``state.key``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, Tuple
+
+import torch
+import torch.utils._pytree as pytree
+
+from . import keys, losses
+from .batch import Batch, check_batch_structure
+from .networks import Params, apply_actor, apply_critics
+from .optim import adam_update
+from .policy import tanh_gaussian_sample
+from .state import SACState, check_state
+
+Metrics = Dict[str, torch.Tensor]
+
+
+def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
+    """Polyak averaging ``target + tau * (online - target)``, leaf by leaf."""
+    return {k: t + tau * (online[k] - t) for k, t in target.items()}
+
+
+def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
+    """``r + gamma * (1 - terminated) * (min_M Q_target(s', a') - alpha * log pi(a'|s'))`` [B].
+
+    The min runs over a random subset of ``num_target_critics`` (REDQ's M) of the N target critics.
+    """
+    cfg, static = state.config, state.static
+    k_action, k_subset = keys.split(key, 2)
+    mean, log_std = apply_actor(static.actor, state.actor, batch.next_obs,
+                                cfg.log_std_min, cfg.log_std_max)
+    next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, k_action)
+    q = apply_critics(static.critic, state.target_critic, batch.next_obs, next_action)
+    if cfg.num_target_critics < cfg.num_critics:
+        q = q[keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)]
+    soft_value = q.min(0).values - torch.exp(state.log_alpha) * next_log_prob
+    not_done = 1.0 - batch.terminated.to(soft_value.dtype)
+    return batch.reward + state.hparams.gamma * not_done * soft_value
+
+
+def _adam(grads, opt_state, params, lr, cfg):
+    return adam_update(grads, opt_state, params, lr, betas=cfg.adam_betas, eps=cfg.adam_eps,
+                       weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm)
+
+
+@dataclasses.dataclass(frozen=True)
+class Losses:
+    """The losses ``update`` differentiates; replace one to change SAC without copying ``update``.
+
+    Each has the signature of its default in ``funcsac.losses`` and returns ``(loss, aux)``.
+    """
+
+    critic: Callable = losses.critic_loss
+    actor: Callable = losses.actor_loss
+    temperature: Callable = losses.temperature_loss
+
+
+def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tuple[SACState, Metrics]]:
+    """An ``update(state, batch)`` function built from the given losses."""
+
+    def update(state: SACState, batch: Batch) -> Tuple[SACState, Metrics]:
+        """One SAC step on ``batch``; returns the new state and a dict of 0-d tensor metrics."""
+        cfg, static, hp = state.config, state.static, state.hparams
+        check_state(state)
+        check_batch_structure(batch, cfg)
+        key, k_target, k_actor = keys.split(state.key, 3)
+        alpha = torch.exp(state.log_alpha)
+
+        target_q = td_target(state, batch, k_target)
+        c_grads, (c_loss, q) = torch.func.grad_and_value(loss_fns.critic, has_aux=True)(
+            state.critic, static, batch.obs, batch.action, target_q)
+        critic, critic_opt, c_norm = _adam(c_grads, state.critic_opt, state.critic, hp.critic_lr, cfg)
+        target_critic = soft_update(state.target_critic, critic, hp.tau)
+
+        a_grads, (a_loss, log_prob) = torch.func.grad_and_value(loss_fns.actor, has_aux=True)(
+            state.actor, critic, static, batch.obs, alpha, k_actor)
+        actor, actor_opt, a_norm = _adam(a_grads, state.actor_opt, state.actor, hp.actor_lr, cfg)
+
+        t_grad, (t_loss, _) = torch.func.grad_and_value(loss_fns.temperature, has_aux=True)(
+            state.log_alpha, log_prob.detach(), hp.target_entropy)
+        log_alpha, alpha_opt = state.log_alpha, state.alpha_opt
+        if cfg.learn_alpha:
+            new_la, alpha_opt, _ = adam_update({"log_alpha": t_grad}, alpha_opt,
+                                               {"log_alpha": log_alpha}, hp.alpha_lr,
+                                               betas=cfg.adam_betas, eps=cfg.adam_eps)
+            log_alpha = new_la["log_alpha"]
+
+        delayed = (actor, actor_opt, log_alpha, alpha_opt)
+        if cfg.policy_delay > 1:
+            due = state.step % cfg.policy_delay == 0
+            old = (state.actor, state.actor_opt, state.log_alpha, state.alpha_opt)
+            delayed = pytree.tree_map(lambda n, o: torch.where(due, n, o), delayed, old)
+        actor, actor_opt, log_alpha, alpha_opt = delayed
+
+        new_state = dataclasses.replace(
+            state, actor=actor, critic=critic, target_critic=target_critic, actor_opt=actor_opt,
+            critic_opt=critic_opt, alpha_opt=alpha_opt, log_alpha=log_alpha, key=key,
+            step=state.step + 1)
+        metrics = {"critic_loss": c_loss, "actor_loss": a_loss, "alpha_loss": t_loss,
+                   "alpha": alpha, "entropy": -log_prob.mean(), "q_mean": q.mean(),
+                   "target_q_mean": target_q.mean(), "critic_grad_norm": c_norm,
+                   "actor_grad_norm": a_norm}
+        return new_state, metrics
+
+    return update
+
+
+update = make_update()
