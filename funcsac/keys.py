@@ -51,9 +51,10 @@ def split(key: torch.Tensor, num: int = 2) -> torch.Tensor:
 
 
 def uniform(key: torch.Tensor, shape, dtype=torch.float32) -> torch.Tensor:
-    """Uniform numbers in the open interval (0, 1) of the given shape, 24 bits of resolution."""
+    """Uniform numbers in the open interval (0, 1) of the given shape, 23 bits of resolution (so
+    that float32 never rounds them to 0 or 1)."""
     n = math.prod(shape)
-    u = ((_bits(key, n) >> 8).to(dtype) + 0.5) * (1.0 / 16777216.0)
+    u = ((_bits(key, n) >> 9).to(dtype) + 0.5) * (1.0 / 8388608.0)
     return u.reshape(shape)
 
 

@@ -1,0 +1,27 @@
+"""The benchmark workloads: sizes and random batches."""
+import torch
+
+import funcsac
+
+# name: (obs_dim, act_dim, hidden, num_critics, num_target_critics)
+WORKLOADS = {
+    "mujoco": (17, 6, (256, 256), 2, 2),
+    "small": (3, 1, (64, 64), 2, 2),
+}
+BATCH_SIZE = 256
+
+
+def workload_config(name: str, **overrides) -> funcsac.SACConfig:
+    obs, act, hidden, n, m = WORKLOADS[name]
+    return funcsac.SACConfig(obs_dim=obs, act_dim=act, hidden_sizes=hidden, num_critics=n,
+                             num_target_critics=m, **overrides)
+
+
+def random_batch(cfg: funcsac.SACConfig, batch_size: int = BATCH_SIZE, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    return funcsac.Batch(
+        obs=torch.randn(batch_size, cfg.obs_dim, generator=g),
+        action=torch.rand(batch_size, cfg.act_dim, generator=g) * 2 - 1,
+        reward=torch.randn(batch_size, generator=g),
+        next_obs=torch.randn(batch_size, cfg.obs_dim, generator=g),
+        terminated=torch.zeros(batch_size))

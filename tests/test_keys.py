@@ -1,0 +1,47 @@
+import torch
+
+from funcsac import keys
+
+
+def test_same_key_same_numbers_and_different_keys_differ():
+    k = keys.make_key(3)
+    assert torch.equal(keys.normal(k, (100,)), keys.normal(k, (100,)))
+    assert not torch.equal(keys.normal(k, (100,)), keys.normal(keys.make_key(4), (100,)))
+    a, b = keys.split(k, 2)
+    assert not torch.equal(keys.uniform(a, (50,)), keys.uniform(b, (50,)))
+    assert keys.split(k, 5).shape == (5, 2)
+
+
+def test_distributions():
+    u = keys.uniform(keys.make_key(0), (200_000,))
+    assert u.min() > 0 and u.max() < 1
+    assert abs(u.mean().item() - 0.5) < 0.005 and abs(u.var().item() - 1 / 12) < 0.002
+    z = keys.normal(keys.make_key(1), (200_000,), torch.float64)
+    assert abs(z.mean().item()) < 0.01 and abs(z.std().item() - 1) < 0.01
+    assert abs((z.abs() < 1).double().mean().item() - 0.6827) < 0.005
+    # consecutive draws are uncorrelated
+    assert abs(torch.corrcoef(torch.stack([z[:-1], z[1:]]))[0, 1].item()) < 0.01
+    r = keys.randint(keys.make_key(2), (100_000,), 7)
+    counts = torch.bincount(r, minlength=7).double() / r.numel()
+    assert r.min() >= 0 and r.max() < 7 and (counts - 1 / 7).abs().max() < 0.01
+
+
+def test_choice_is_distinct_and_uniform():
+    draws = torch.stack([keys.choice(k, 10, 2) for k in keys.split(keys.make_key(0), 4000)])
+    assert (draws[:, 0] != draws[:, 1]).all()
+    freq = torch.bincount(draws.flatten(), minlength=10).double() / draws.numel()
+    assert (freq - 0.1).abs().max() < 0.02
+
+
+def test_vmap_over_keys_equals_loop():
+    ks = keys.split(keys.make_key(7), 4)
+    batched = torch.func.vmap(lambda k: keys.normal(k, (3, 5)))(ks)
+    assert torch.equal(batched, torch.stack([keys.normal(k, (3, 5)) for k in ks]))
+
+
+def test_compiled_draws_equal_eager():
+    f = lambda k: (keys.normal(k, (64,)), keys.split(k, 3))  # noqa: E731
+    k = keys.make_key(11)
+    eager, compiled = f(k), torch.compile(f, fullgraph=True)(k)
+    torch.testing.assert_close(compiled[0], eager[0])
+    assert torch.equal(compiled[1], eager[1])
