@@ -9,12 +9,21 @@ from .networks import apply_actor, apply_critic, apply_critics, mlp
 from .optim import AdamState, adam_init, adam_update, global_norm
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .state import HParams, SACState, Static, check_state, init_state
-from .update import Losses, make_update, soft_update, td_target, update
+from .update import METRIC_NAMES, Losses, make_update, soft_update, td_target, update
 
 __all__ = [
     "keys", "act", "Batch", "check_batch", "compile_update", "SACConfig", "actor_loss",
     "critic_loss", "temperature_loss", "apply_actor", "apply_critic", "apply_critics", "mlp",
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
-    "Losses", "make_update", "soft_update", "td_target", "update",
+    "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update", "train",
+    "TrainConfig",
 ]
+
+
+def __getattr__(name):
+    # the driver (gymnasium, files, logging) loads only when asked for; the core never imports it
+    if name in ("train", "TrainConfig"):
+        from . import driver
+        return getattr(driver, name)
+    raise AttributeError(f"module 'funcsac' has no attribute {name!r}")

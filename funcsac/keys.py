@@ -45,6 +45,12 @@ def make_key(seed: int, device="cpu") -> torch.Tensor:
     return _mix32(_mix32(words) ^ torch.tensor([0x243F6A88, 0x85A308D3], device=device))
 
 
+def fold_in(key: torch.Tensor, data: int) -> torch.Tensor:
+    """A new key ``[2]`` from ``key`` and an integer (e.g. a purpose or an index)."""
+    word = _mix32(torch.tensor(int(data) & _MASK32, dtype=torch.int64, device=key.device))
+    return _bits(key ^ word, 2)
+
+
 def split(key: torch.Tensor, num: int = 2) -> torch.Tensor:
     """``num`` new independent keys ``[num, 2]`` from ``key [2]``."""
     return _bits(key, 2 * num).reshape(num, 2)

@@ -22,6 +22,9 @@ from .state import SACState, check_state
 
 Metrics = Dict[str, torch.Tensor]
 
+METRIC_NAMES = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_mean",
+                "target_q_mean", "critic_grad_norm", "actor_grad_norm")
+
 
 def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
     """Polyak averaging ``target + tau * (online - target)``, leaf by leaf."""

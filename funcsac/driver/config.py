@@ -1,0 +1,142 @@
+"""The run configuration: the agent's SACConfig fields plus the driver's own settings."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from ..config import SACConfig
+
+# SACConfig fields that come from the environment or are code, not settings
+_AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype"}
+AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
+
+RUN_LENGTH_FIELDS = {"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
+                     "log_every", "compile", "progress"}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """The driver's settings; one env step means one step of each of the ``num_envs``."""
+
+    env_id: str = "Pendulum-v1"
+    total_steps: int = 15_000
+    seed: int = 1
+    num_envs: int = 1
+    async_envs: bool = False
+    buffer_size: int = 1_000_000
+    batch_size: int = 256
+    learning_starts: int = 5_000
+    utd: int = 1
+    eval_every: int = 5_000
+    eval_episodes: int = 10
+    checkpoint_every: int = 5_000
+    log_every: int = 1_000
+    compile: bool = True
+    device: str = "cpu"
+    dtype: str = "float32"
+    progress: bool = True
+
+
+_HELP = {
+    "env_id": "gymnasium environment id (continuous Box actions, flat Box observations)",
+    "total_steps": "environment steps in all (each vector step counts num_envs)",
+    "seed": "seed for the environments, the replay sampling and the agent",
+    "num_envs": "parallel environments in the vector env",
+    "async_envs": "run the environments in subprocesses (exact resume needs sync envs)",
+    "buffer_size": "replay buffer capacity in transitions",
+    "batch_size": "transitions per gradient step",
+    "learning_starts": "environment steps of uniform random actions before training",
+    "utd": "gradient steps per environment step (update-to-data ratio)",
+    "eval_every": "environment steps between evaluations (0: only at the end)",
+    "eval_episodes": "deterministic-policy episodes per evaluation",
+    "checkpoint_every": "environment steps between checkpoints (0: only at the end)",
+    "log_every": "environment steps between rows of metrics.csv",
+    "compile": "compile the update with torch.compile(fullgraph=True)",
+    "device": "torch device for the agent and the replay buffer",
+    "dtype": "floating dtype of the agent (float32 or float64)",
+    "progress": "show a progress bar",
+}
+
+
+def help_text(name: str) -> str:
+    return _HELP.get(name, f"SACConfig.{name}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig(RunSettings):
+    """Everything a training run needs: run settings plus every settable SACConfig field."""
+
+    hidden_sizes: tuple = (256, 256)
+    num_critics: int = 2
+    num_target_critics: Optional[int] = None
+    gamma: float = 0.99
+    tau: float = 0.005
+    actor_lr: float = 3e-4
+    critic_lr: float = 1e-3
+    alpha_lr: float = 1e-3
+    init_alpha: float = 1.0
+    learn_alpha: bool = True
+    target_entropy: Optional[float] = None
+    policy_delay: int = 1
+    max_grad_norm: Optional[float] = None
+    weight_decay: float = 0.0
+    adam_betas: tuple = (0.9, 0.999)
+    adam_eps: float = 1e-8
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+    actor_q_reduction: str = "min"
+
+    def __post_init__(self):
+        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
+        object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
+        for name in ("total_steps", "num_envs", "buffer_size", "batch_size", "utd",
+                     "eval_episodes", "log_every"):
+            _positive_int(name, getattr(self, name))
+        for name in ("learning_starts", "eval_every", "checkpoint_every", "seed"):
+            _positive_int(name, getattr(self, name), minimum=0)
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"TrainConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        self.sac_config(1, 1)  # validates the agent's fields
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"TrainConfig.batch_size ({self.batch_size}) must not exceed "
+                             f"buffer_size ({self.buffer_size})")
+
+    def sac_config(self, obs_dim: int, act_dim: int) -> SACConfig:
+        """The agent's SACConfig for an environment's observation and action sizes."""
+        fields = {f.name: getattr(self, f.name) for f in AGENT_FIELDS}
+        return SACConfig(obs_dim=obs_dim, act_dim=act_dim, device=self.device,
+                         dtype=getattr(torch, self.dtype), **fields)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "TrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(known)}")
+        return cls(**values)
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"TrainConfig.{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def load_config_file(path) -> dict:
+    """Settings from a TOML or JSON file (flat keys, as on the command line with ``_``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist")
+    text = path.read_bytes()
+    try:
+        values = tomllib.loads(text.decode()) if path.suffix == ".toml" else json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"config file {path} is not valid {path.suffix[1:].upper()}: {e}") from e
+    return {k.replace("-", "_"): v for k, v in values.items()}

@@ -1,0 +1,93 @@
+"""Gymnasium environments: creation, space checks, action scaling and transition extraction."""
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+
+AutoresetMode = gym.vector.AutoresetMode
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """What the agent needs to know of an environment: sizes and the action bounds."""
+
+    obs_dim: int
+    act_dim: int
+    low: np.ndarray
+    high: np.ndarray
+
+
+def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
+    """Raise ``ValueError`` unless actions are a bounded 1-D Box and observations a 1-D Box."""
+    supported = ("funcsac supports continuous control: a 1-D Box action space with finite bounds "
+                 "and a 1-D Box observation space")
+    if not isinstance(act_space, gym.spaces.Box) or len(act_space.shape) != 1:
+        raise ValueError(f"{env_id}: unsupported action space {act_space}. {supported}.")
+    if not (np.all(np.isfinite(act_space.low)) and np.all(np.isfinite(act_space.high))):
+        raise ValueError(f"{env_id}: action space {act_space} has infinite bounds. {supported}.")
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        raise ValueError(f"{env_id}: unsupported observation space {obs_space}. {supported} "
+                         "(flatten Dict observations or wrap image observations in an encoder).")
+    return EnvSpec(obs_space.shape[0], act_space.shape[0], act_space.low.astype(np.float64),
+                   act_space.high.astype(np.float64))
+
+
+def _make(env_id: str, **kwargs):
+    try:
+        return gym.make_vec(env_id, **kwargs) if "num_envs" in kwargs else gym.make(env_id)
+    except gym.error.Error as e:
+        raise ValueError(f"cannot create environment {env_id!r}: {e}") from e
+
+
+def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False):
+    """A vector env that resets finished sub-environments in the same step (``final_obs`` in the
+    infos), so that no env step is spent on resets."""
+    return _make(env_id, num_envs=num_envs, vectorization_mode="async" if asynchronous else "sync",
+                 vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+
+
+def make_eval_env(env_id: str):
+    """A single environment for evaluation."""
+    return _make(env_id)
+
+
+def env_spec(envs) -> EnvSpec:
+    return check_spaces(envs.spec.id if envs.spec else "env", envs.single_observation_space,
+                        envs.single_action_space)
+
+
+def scale_action(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
+    """Policy actions in [-1, 1] to the environment's bounds ``[low, high]``."""
+    return spec.low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (spec.high - spec.low)
+
+
+def unscale_action(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
+    """Environment actions back to the policy's [-1, 1]."""
+    return 2.0 * (action - spec.low) / (spec.high - spec.low) - 1.0
+
+
+def autoreset_mode(envs) -> AutoresetMode:
+    mode = envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+    if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+        raise ValueError(f"autoreset mode {mode} is not supported; use NEXT_STEP or SAME_STEP")
+    return mode
+
+
+def transitions(mode: AutoresetMode, next_obs: np.ndarray, terminated: np.ndarray,
+                truncated: np.ndarray, infos: dict, prev_done: np.ndarray):
+    """Which rows of a vector step are real transitions, and their true next observations.
+
+    NEXT_STEP: the step after an episode ends only resets that sub-env (its action is ignored), so
+    it is not a transition. SAME_STEP: every row is a transition, but a finished row's returned
+    observation already belongs to the next episode; the true one is ``infos["final_obs"]``.
+    Returns ``(valid [n] bool, true_next_obs [n, obs_dim])``.
+    """
+    if mode == AutoresetMode.NEXT_STEP:
+        return ~prev_done, next_obs
+    done = terminated | truncated
+    true_next = next_obs.copy()
+    if done.any():
+        true_next[done] = np.stack(infos["final_obs"][done])
+    return np.ones_like(done), true_next

@@ -1,0 +1,85 @@
+"""Run logs: CSV files, TensorBoard when installed, and per-phase timings."""
+from __future__ import annotations
+
+import contextlib
+import csv
+import time
+from collections import defaultdict
+from pathlib import Path
+
+EVAL_COLUMNS = ["step", "return_mean", "return_std", "episode_length_mean"]
+PHASES = ("collect", "update", "eval", "checkpoint")
+
+
+class Timings:
+    """Accumulated wall time per phase (seconds)."""
+
+    def __init__(self, totals=None):
+        self.totals = defaultdict(float, totals or {})
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.totals[name] += time.perf_counter() - start
+
+    def summary(self) -> str:
+        total = sum(self.totals.values()) or 1.0
+        return "\n".join(f"  {name:<11}{self.totals[name]:9.1f} s  {100 * self.totals[name] / total:5.1f}%"
+                         for name in PHASES)
+
+
+class CsvLog:
+    """Appends dict rows to a CSV file; the columns are fixed by the first row written."""
+
+    def __init__(self, path: Path, columns=None):
+        self.path = Path(path)
+        self.columns = columns
+        if self.path.exists() and self.path.stat().st_size:
+            with open(self.path, newline="") as f:
+                self.columns = next(csv.reader(f))
+
+    def write(self, row: dict) -> None:
+        new = self.columns is None or not self.path.exists()
+        self.columns = self.columns or list(row)
+        with open(self.path, "a", newline="") as f:
+            writer = csv.DictWriter(f, self.columns, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            writer.writerow(row)
+
+    def truncate_after(self, step: int) -> None:
+        """Drop rows logged after ``step`` (rows a resumed run will write again)."""
+        if not self.path.exists():
+            return
+        with open(self.path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        with open(self.path, "w", newline="") as f:
+            writer = csv.DictWriter(f, self.columns)
+            writer.writeheader()
+            writer.writerows(r for r in rows if int(float(r["step"])) <= step)
+
+
+class TensorBoard:
+    """Scalars to TensorBoard event files in the run directory, if tensorboard is installed."""
+
+    def __init__(self, run_dir: Path):
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            self.writer = None
+        else:
+            self.writer = SummaryWriter(str(run_dir / "tensorboard"))
+
+    def write(self, prefix: str, row: dict, step: int) -> None:
+        if self.writer is None:
+            return
+        for k, v in row.items():
+            if k != "step" and isinstance(v, (int, float)):
+                self.writer.add_scalar(f"{prefix}/{k}", v, step)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

@@ -1,0 +1,262 @@
+"""The training loop: collect, update, evaluate, log, checkpoint."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import List
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .. import keys
+from ..act import act
+from ..batch import Batch
+from ..compile import compile_update
+from ..state import SACState, init_state
+from ..update import METRIC_NAMES, update
+from .buffer import ReplayBuffer
+from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
+                         state_leaves)
+from .config import RUN_LENGTH_FIELDS, TrainConfig
+from .envs import (autoreset_mode, env_spec, make_eval_env, make_vector_env, scale_action,
+                   transitions)
+from .evaluate import EvalResult, evaluate
+from .logs import EVAL_COLUMNS, PHASES, CsvLog, TensorBoard, Timings
+
+METRICS_COLUMNS = (["step", "episode_return", "episodes", "env_steps_per_s", "updates_per_s"]
+                   + [f"time_{p}" for p in PHASES] + list(METRIC_NAMES))
+CHECKPOINT = "checkpoint.pt"
+EVAL_SEED_OFFSET = 1_000_000
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What ``train`` returns: the final agent and every evaluation."""
+
+    state: SACState
+    evals: List[EvalResult]
+
+
+@dataclasses.dataclass
+class Progress:
+    """The loop's own state at a vector-step boundary; with the agent, the buffer and the envs it
+    is everything a checkpoint needs to continue exactly."""
+
+    env_step: int
+    updates: int
+    key: torch.Tensor
+    obs: np.ndarray
+    prev_done: np.ndarray
+    episode_return: np.ndarray
+    episode_length: np.ndarray
+    finished_returns: list
+    evals: list
+    timings: dict
+    elapsed: float
+
+
+def _crossed(before: int, after: int, every: int) -> bool:
+    return every > 0 and after // every > before // every
+
+
+def _check_resumable(config: TrainConfig, saved: dict) -> None:
+    diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
+            if k not in RUN_LENGTH_FIELDS and json.loads(json.dumps(saved.get(k))) != json.loads(json.dumps(v))}
+    if diff:
+        lines = ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
+        raise CheckpointError(f"the checkpoint belongs to a different configuration ({lines}); "
+                              "only run-length settings may change on resume")
+
+
+class _StopFlag:
+    """Turns Ctrl-C / SIGTERM into a request to checkpoint at the next step boundary."""
+
+    def __init__(self):
+        self.requested = False
+        self.saved = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:  # a second Ctrl-C stops at once
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
+    """Train SAC on ``config.env_id``; everything is written to ``run_dir``.
+
+    With ``resume``, continue from ``run_dir/checkpoint.pt`` (which must exist and match the
+    config, except for run-length settings such as ``total_steps``).
+    """
+    torch.set_flush_denormal(True)
+    run_dir = Path(run_dir)
+    payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
+    if payload is not None:
+        _check_resumable(config, payload["config"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    envs = make_vector_env(config.env_id, config.num_envs, config.async_envs)
+    eval_env = make_eval_env(config.env_id)
+    spec = env_spec(envs)
+    mode = autoreset_mode(envs)
+    sac_cfg = config.sac_config(spec.obs_dim, spec.act_dim)
+    state = init_state(sac_cfg, seed=config.seed)
+    buffer = ReplayBuffer(config.buffer_size, spec.obs_dim, spec.act_dim, sac_cfg.device,
+                          sac_cfg.dtype)
+    n = config.num_envs
+    if payload is None:
+        obs, _ = envs.reset(seed=config.seed)
+        progress = Progress(0, 0, keys.fold_in(keys.make_key(config.seed), 1), obs,
+                            np.zeros(n, bool), np.zeros(n), np.zeros(n, int), [], [], {}, 0.0)
+    else:
+        state = restore_state(state, payload["agent"])
+        buffer.load_state_dict(payload["buffer"])
+        progress = Progress(**payload["progress"])
+        progress.evals = [EvalResult(**e) for e in progress.evals]
+        if payload["envs"] is not None:
+            envs.close()
+            envs = pickle.loads(payload["envs"])
+        else:  # async envs cannot be saved: start fresh episodes
+            progress.obs, _ = envs.reset(seed=config.seed + progress.env_step)
+            progress.prev_done[:] = False
+            progress.episode_return[:] = 0
+            progress.episode_length[:] = 0
+
+    resolved = dataclasses.asdict(sac_cfg)
+    resolved = {k: v for k, v in resolved.items() if not callable(v)}
+    resolved["dtype"] = str(resolved["dtype"])
+    (run_dir / "config.json").write_text(json.dumps({**config.to_dict(), "agent": resolved},
+                                                    indent=2, default=str))
+    metrics_log = CsvLog(run_dir / "metrics.csv", METRICS_COLUMNS)
+    eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS)
+    if payload is not None:
+        metrics_log.truncate_after(progress.env_step)
+        eval_log.truncate_after(progress.env_step)
+    board = TensorBoard(run_dir)
+    timings = Timings(progress.timings)
+    step_fn = compile_update() if config.compile else update
+    updates_per_vector_step = config.utd * n
+    metrics = None
+    last_log = (time.perf_counter(), progress.env_step, progress.updates)
+    start = time.perf_counter() - progress.elapsed
+
+    def snapshot() -> dict:
+        progress.timings = dict(timings.totals)
+        progress.elapsed = time.perf_counter() - start
+        fields = dataclasses.asdict(progress)
+        fields["evals"] = [dataclasses.asdict(e) for e in progress.evals]
+        try:
+            env_bytes = None if config.async_envs else pickle.dumps(envs)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            env_bytes = None
+        return {"config": config.to_dict(), "agent": state_leaves(state),
+                "buffer": buffer.state_dict(), "progress": fields, "envs": env_bytes}
+
+    def checkpoint():
+        with timings.phase("checkpoint"):
+            save_checkpoint(run_dir / CHECKPOINT, snapshot())
+
+    def run_eval():
+        with timings.phase("eval"):
+            result = evaluate(state, eval_env, spec, config.eval_episodes,
+                              config.seed + EVAL_SEED_OFFSET, progress.env_step)
+        progress.evals.append(result)
+        row = dataclasses.asdict(result)
+        eval_log.write(row)
+        board.write("eval", row, progress.env_step)
+        bar.set_postfix(eval_return=f"{result.return_mean:.1f}")
+
+    def log_metrics():
+        nonlocal last_log
+        now = time.perf_counter()
+        dt = max(now - last_log[0], 1e-9)
+        row = {"step": progress.env_step,
+               "episode_return": (np.mean(progress.finished_returns)
+                                  if progress.finished_returns else ""),
+               "episodes": len(progress.finished_returns),
+               "env_steps_per_s": (progress.env_step - last_log[1]) / dt,
+               "updates_per_s": (progress.updates - last_log[2]) / dt,
+               **{f"time_{p}": timings.totals[p] for p in PHASES}}
+        if metrics is not None:
+            row.update({k: v.item() for k, v in metrics.items()})  # the only host sync
+        metrics_log.write(row)
+        board.write("train", row, progress.env_step)
+        progress.finished_returns = []
+        last_log = (now, progress.env_step, progress.updates)
+
+    bar = tqdm(total=config.total_steps, initial=progress.env_step, disable=not config.progress,
+               unit="step", dynamic_ncols=True)
+    with _StopFlag() as stop:
+        while progress.env_step < config.total_steps:
+            if stop.requested:
+                checkpoint()
+                bar.close()
+                raise KeyboardInterrupt(f"interrupted at step {progress.env_step}; checkpoint "
+                                        f"written, continue with --resume")
+            before = progress.env_step
+            with timings.phase("collect"):
+                progress.key, k_act = keys.split(progress.key, 2)
+                if progress.env_step < config.learning_starts:
+                    action = keys.uniform(k_act, (n, spec.act_dim), torch.float64) * 2 - 1
+                else:
+                    with torch.no_grad():
+                        obs_t = torch.as_tensor(progress.obs, dtype=sac_cfg.dtype,
+                                                device=sac_cfg.device)
+                        action = act(state, obs_t, deterministic=False, key=k_act)
+                action = action.cpu().numpy()
+                next_obs, reward, terminated, truncated, infos = envs.step(
+                    scale_action(action, spec).astype(envs.single_action_space.dtype))
+                valid, true_next = transitions(mode, next_obs, terminated, truncated, infos,
+                                               progress.prev_done)
+                buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[valid]) for x in (
+                    progress.obs, action, reward, true_next, terminated))))
+                progress.episode_return += np.where(valid, reward, 0.0)
+                progress.episode_length += valid
+                done = (terminated | truncated) & valid
+                progress.finished_returns.extend(progress.episode_return[done].tolist())
+                progress.episode_return[done] = 0.0
+                progress.episode_length[done] = 0
+                progress.prev_done = terminated | truncated
+                progress.obs = next_obs
+                progress.env_step += n
+                bar.update(n)
+            if progress.env_step >= config.learning_starts and buffer.size >= config.batch_size:
+                with timings.phase("update"):
+                    progress.key, k_sample = keys.split(progress.key, 2)
+                    rows = buffer.sample(k_sample, config.batch_size * updates_per_vector_step)
+                    for i in range(updates_per_vector_step):
+                        part = slice(i * config.batch_size, (i + 1) * config.batch_size)
+                        state, metrics = step_fn(state, Batch(*(x[part] for x in rows)))
+                    progress.updates += updates_per_vector_step
+            end = progress.env_step >= config.total_steps
+            if _crossed(before, progress.env_step, config.log_every) or end:
+                log_metrics()
+            if _crossed(before, progress.env_step, config.eval_every) or end:
+                run_eval()
+            if _crossed(before, progress.env_step, config.checkpoint_every) or end:
+                checkpoint()
+    bar.close()
+    board.close()
+    envs.close()
+    eval_env.close()
+    from .plot import plot_runs
+    plot_runs([run_dir], run_dir / "curve.png")
+    print(f"funcsac: {progress.env_step} env steps, {progress.updates} updates in "
+          f"{time.perf_counter() - start:.1f} s; final eval return "
+          f"{progress.evals[-1].return_mean:.1f}\n{timings.summary()}")
+    return TrainResult(state, progress.evals)
