@@ -28,6 +28,7 @@ class RunSettings:
     seed: int = 1
     num_envs: int = 1
     async_envs: bool = False
+    autoreset_mode: str = "same-step"
     buffer_size: int = 1_000_000
     batch_size: int = 256
     learning_starts: int = 5_000
@@ -48,6 +49,8 @@ _HELP = {
     "seed": "seed for the environments, the replay sampling and the agent",
     "num_envs": "parallel environments in the vector env",
     "async_envs": "run the environments in subprocesses (exact resume needs sync envs)",
+    "autoreset_mode": "vector env autoreset: same-step (final_obs in infos) or next-step "
+                      "(gymnasium's default; the reset step is skipped)",
     "buffer_size": "replay buffer capacity in transitions",
     "batch_size": "transitions per gradient step",
     "learning_starts": "environment steps of uniform random actions before training",
@@ -99,6 +102,9 @@ class TrainConfig(RunSettings):
             _positive_int(name, getattr(self, name))
         for name in ("learning_starts", "eval_every", "checkpoint_every", "seed"):
             _positive_int(name, getattr(self, name), minimum=0)
+        if self.autoreset_mode not in ("same-step", "next-step"):
+            raise ValueError("TrainConfig.autoreset_mode must be 'same-step' or 'next-step', "
+                             f"got {self.autoreset_mode!r}")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"TrainConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}")
         self.sac_config(1, 1)  # validates the agent's fields

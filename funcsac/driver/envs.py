@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -41,11 +42,13 @@ def _make(env_id: str, **kwargs):
         raise ValueError(f"cannot create environment {env_id!r}: {e}") from e
 
 
-def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False):
-    """A vector env that resets finished sub-environments in the same step (``final_obs`` in the
-    infos), so that no env step is spent on resets."""
+def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False,
+                    mode: str = "same-step"):
+    """A vector env; ``mode`` "same-step" resets finished sub-environments within the step
+    (``final_obs`` in the infos, no env step spent on resets), "next-step" on the next step."""
+    autoreset = AutoresetMode.SAME_STEP if mode == "same-step" else AutoresetMode.NEXT_STEP
     return _make(env_id, num_envs=num_envs, vectorization_mode="async" if asynchronous else "sync",
-                 vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+                 vector_kwargs={"autoreset_mode": autoreset})
 
 
 def make_eval_env(env_id: str):
@@ -91,3 +94,18 @@ def transitions(mode: AutoresetMode, next_obs: np.ndarray, terminated: np.ndarra
     if done.any():
         true_next[done] = np.stack(infos["final_obs"][done])
     return np.ones_like(done), true_next
+
+
+def save_envs(envs):
+    """The sub-environments of a sync vector env, pickled (their internal state and RNGs); None for
+    async envs, whose sub-environments live in other processes."""
+    if not isinstance(envs, gym.vector.SyncVectorEnv):
+        return None
+    return pickle.dumps(envs.envs)
+
+
+def restore_envs(envs, data: bytes, prev_done: np.ndarray) -> None:
+    """Put saved sub-environments back into a freshly made sync vector env. The vector env's own
+    state between steps is only which sub-envs reset next (NEXT_STEP mode): ``prev_done``."""
+    envs.envs = pickle.loads(data)
+    envs._autoreset_envs = prev_done.copy()

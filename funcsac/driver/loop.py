@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import pickle
 import signal
 import threading
 import time
@@ -24,8 +23,8 @@ from .buffer import ReplayBuffer
 from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
                          state_leaves)
 from .config import RUN_LENGTH_FIELDS, TrainConfig
-from .envs import (autoreset_mode, env_spec, make_eval_env, make_vector_env, scale_action,
-                   transitions)
+from .envs import (autoreset_mode, env_spec, make_eval_env, make_vector_env, restore_envs,
+                   save_envs, scale_action, transitions)
 from .evaluate import EvalResult, evaluate
 from .logs import EVAL_COLUMNS, PHASES, CsvLog, TensorBoard, Timings
 
@@ -110,7 +109,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
         _check_resumable(config, payload["config"])
     run_dir.mkdir(parents=True, exist_ok=True)
 
-    envs = make_vector_env(config.env_id, config.num_envs, config.async_envs)
+    envs = make_vector_env(config.env_id, config.num_envs, config.async_envs,
+                           config.autoreset_mode)
     eval_env = make_eval_env(config.env_id)
     spec = env_spec(envs)
     mode = autoreset_mode(envs)
@@ -126,11 +126,11 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
     else:
         state = restore_state(state, payload["agent"])
         buffer.load_state_dict(payload["buffer"])
-        progress = Progress(**payload["progress"])
+        progress = Progress(**{k: v.numpy() if isinstance(v, torch.Tensor) and k != "key" else v
+                               for k, v in payload["progress"].items()})
         progress.evals = [EvalResult(**e) for e in progress.evals]
         if payload["envs"] is not None:
-            envs.close()
-            envs = pickle.loads(payload["envs"])
+            restore_envs(envs, payload["envs"], progress.prev_done)
         else:  # async envs cannot be saved: start fresh episodes
             progress.obs, _ = envs.reset(seed=config.seed + progress.env_step)
             progress.prev_done[:] = False
@@ -158,14 +158,11 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
     def snapshot() -> dict:
         progress.timings = dict(timings.totals)
         progress.elapsed = time.perf_counter() - start
-        fields = dataclasses.asdict(progress)
+        fields = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                  for k, v in dataclasses.asdict(progress).items()}
         fields["evals"] = [dataclasses.asdict(e) for e in progress.evals]
-        try:
-            env_bytes = None if config.async_envs else pickle.dumps(envs)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            env_bytes = None
         return {"config": config.to_dict(), "agent": state_leaves(state),
-                "buffer": buffer.state_dict(), "progress": fields, "envs": env_bytes}
+                "buffer": buffer.state_dict(), "progress": fields, "envs": save_envs(envs)}
 
     def checkpoint():
         with timings.phase("checkpoint"):

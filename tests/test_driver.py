@@ -1,0 +1,145 @@
+"""The training driver: transitions, buffer, reproducibility, resume, errors, learning."""
+import csv
+import dataclasses
+
+import pytest
+import torch
+
+import funcsac
+import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
+from funcsac.cli import main
+from funcsac.driver import loop
+from funcsac.driver.buffer import ReplayBuffer
+from funcsac.driver.checkpoint import load_checkpoint
+
+TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
+            eval_episodes=1, log_every=100)
+
+
+def _buffer_rows(run_dir):
+    data = load_checkpoint(run_dir / "checkpoint.pt")["buffer"]["data"]
+    return data["obs"], data["next_obs"], data["reward"], data["terminated"]
+
+
+@pytest.mark.parametrize("mode", ["same-step", "next-step"])
+def test_autoreset_transitions(tmp_path, mode):
+    cfg = funcsac.TrainConfig(env_id="funcsac-test/Count-v0", total_steps=24, num_envs=2,
+                              learning_starts=1000, autoreset_mode=mode, eval_every=0, **TINY)
+    funcsac.train(cfg, tmp_path)
+    obs, next_obs, reward, terminated = _buffer_rows(tmp_path)
+    # only real transitions: t -> t + 1 within one episode, never a reset step
+    assert torch.equal(next_obs[:, 0], obs[:, 0]) and torch.equal(next_obs[:, 1], obs[:, 1] + 1)
+    torch.testing.assert_close(reward, next_obs[:, 1])
+    # terminated only at the end of even episodes; truncated odd episodes bootstrap
+    last = next_obs[:, 1] == 3
+    assert torch.equal(terminated.bool(), last & (obs[:, 0] % 2 == 0))
+    assert (last & (obs[:, 0] % 2 == 1)).any()
+    assert len(obs) == (24 if mode == "same-step" else 24 - 2 * (24 // 2 // 4))
+
+
+def test_buffer_ring_and_sampling():
+    buf = ReplayBuffer(5, obs_dim=1, act_dim=1, device="cpu")
+    rows = lambda lo, hi: funcsac.Batch(*(torch.arange(lo, hi, dtype=torch.float32)[:, None]  # noqa: E731
+                                          if i in (0, 1, 3) else torch.arange(lo, hi, dtype=torch.float32)
+                                          for i in range(5)))
+    buf.add(rows(0, 3))
+    buf.add(rows(3, 7))
+    assert buf.size == 5 and sorted(buf.data.reward.tolist()) == [2, 3, 4, 5, 6]
+    key = funcsac.keys.make_key(0)
+    a, b = buf.sample(key, 1000), buf.sample(key, 1000)
+    assert torch.equal(a.obs, b.obs) and set(a.reward.tolist()) == {2, 3, 4, 5, 6}
+    restored = ReplayBuffer(5, 1, 1, "cpu")
+    restored.load_state_dict(buf.state_dict())
+    assert torch.equal(restored.sample(key, 50).obs, buf.sample(key, 50).obs)
+
+
+def _eval_rows(run_dir):
+    with open(run_dir / "eval.csv", newline="") as f:
+        return list(csv.reader(f))
+
+
+RESUME = funcsac.TrainConfig(total_steps=1200, learning_starts=300, eval_every=400,
+                             checkpoint_every=400, seed=3, **TINY)
+
+
+def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
+    first = funcsac.train(RESUME, tmp_path / "a")
+    funcsac.train(RESUME, tmp_path / "b")
+    assert _eval_rows(tmp_path / "a") == _eval_rows(tmp_path / "b")
+    assert [e.step for e in first.evals] == [400, 800, 1200]
+
+    # crash after the checkpoint at 800 (the eval at 1200 fails), then resume
+    real_evaluate = loop.evaluate
+
+    def failing(*args):
+        if args[-1] >= 1200:
+            raise RuntimeError("simulated crash")
+        return real_evaluate(*args)
+
+    monkeypatch.setattr(loop, "evaluate", failing)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        funcsac.train(RESUME, tmp_path / "c")
+    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    resumed = funcsac.train(RESUME, tmp_path / "c", resume=True)
+    assert _eval_rows(tmp_path / "c") == _eval_rows(tmp_path / "a")
+    for x, y in zip(torch.utils._pytree.tree_leaves(resumed.state),
+                    torch.utils._pytree.tree_leaves(first.state)):
+        assert torch.equal(x, y)
+    with open(tmp_path / "c" / "metrics.csv") as f:
+        steps = [int(r["step"]) for r in csv.DictReader(f)]
+    assert steps == sorted(set(steps))  # rows after the checkpoint were not duplicated
+
+
+def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):
+    short = dataclasses.replace(RESUME, total_steps=800)
+    funcsac.train(short, tmp_path)
+    assert main(["train", "--run-dir", str(tmp_path), "--resume", "--total-steps", "1200"]) == 0
+    assert len(_eval_rows(tmp_path)) == 4
+    with pytest.raises(ValueError, match=r"different configuration \(gamma"):
+        funcsac.train(dataclasses.replace(RESUME, gamma=0.9), tmp_path, resume=True)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--env-id", "NoSuchEnv-v9"], "cannot create environment 'NoSuchEnv-v9'"),
+    (["--env-id", "CartPole-v1"], "unsupported action space Discrete"),
+    (["--resume"], "holds no run to continue"),
+    (["--gamma", "2"], "SACConfig.gamma must be in"),
+    (["--batch-size", "0"], "TrainConfig.batch_size must be an integer >= 1"),
+])
+def test_cli_errors(tmp_path, capsys, argv, message):
+    assert main(["train", "--run-dir", str(tmp_path / "run"), "--no-progress"] + argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_corrupt_or_missing_checkpoint(tmp_path, capsys):
+    funcsac.train(dataclasses.replace(RESUME, total_steps=100, learning_starts=50), tmp_path)
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    assert main(["train", "--run-dir", str(tmp_path), "--resume"]) == 2
+    assert "is corrupt or unreadable" in capsys.readouterr().err
+    (tmp_path / "checkpoint.pt").unlink()
+    assert main(["train", "--run-dir", str(tmp_path), "--resume"]) == 2
+    assert "no checkpoint at" in capsys.readouterr().err
+
+
+def test_config_file_and_flags(tmp_path):
+    path = tmp_path / "my.toml"
+    path.write_text('total-steps = 10\ncritic_lr = 0.0005\nhidden_sizes = [8, 8]\n')
+    args = ["train", "--run-dir", str(tmp_path / "run"), "--config", str(path), "--critic-lr",
+            "0.002", "--no-compile", "--no-progress", "--learning-starts", "5", "--batch-size", "4"]
+    assert main(args) == 0
+    import json
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["total_steps"] == 10 and saved["critic_lr"] == 0.002
+    assert saved["hidden_sizes"] == [8, 8] and saved["agent"]["target_entropy"] == -1.0
+    assert main(["plot", str(tmp_path / "run")]) == 0
+    assert (tmp_path / "run" / "curve.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_pendulum_learns(tmp_path):
+    cfg = funcsac.TrainConfig(env_id="Pendulum-v1", total_steps=6000, learning_starts=1000,
+                              eval_every=1000, eval_episodes=5, seed=1,
+                              **{**TINY, "hidden_sizes": (64, 64)})
+    result = funcsac.train(cfg, tmp_path)
+    best = max(e.return_mean for e in result.evals)
+    assert best >= -250, [e.return_mean for e in result.evals]
