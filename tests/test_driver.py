@@ -137,9 +137,9 @@ def test_config_file_and_flags(tmp_path):
 
 @pytest.mark.slow
 def test_pendulum_learns(tmp_path):
+    settings = {**TINY, "hidden_sizes": (64, 64), "eval_episodes": 5, "batch_size": 256}
     cfg = funcsac.TrainConfig(env_id="Pendulum-v1", total_steps=6000, learning_starts=1000,
-                              eval_every=1000, eval_episodes=5, seed=1,
-                              **{**TINY, "hidden_sizes": (64, 64)})
+                              eval_every=1000, seed=1, **settings)
     result = funcsac.train(cfg, tmp_path)
     best = max(e.return_mean for e in result.evals)
     assert best >= -250, [e.return_mean for e in result.evals]
