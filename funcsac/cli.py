@@ -38,8 +38,7 @@ def _add_field(parser, field: dataclasses.Field) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="funcsac", description="Soft Actor-Critic on gymnasium")
     sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="train an agent",
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    train = sub.add_parser("train", help="train an agent")
     train.add_argument("--run-dir", required=True, help="folder for logs, checkpoints and plots")
     train.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
     train.add_argument("--resume", action="store_true",

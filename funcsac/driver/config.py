@@ -4,9 +4,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+import typing
 from pathlib import Path
-from typing import Optional
-
 import torch
 
 from ..config import SACConfig
@@ -63,36 +62,36 @@ _HELP = {
     "device": "torch device for the agent and the replay buffer",
     "dtype": "floating dtype of the agent (float32 or float64)",
     "progress": "show a progress bar",
+    "hidden_sizes": "hidden layer widths of the actor and of each critic",
+    "num_critics": "critics in the ensemble (N)",
+    "num_target_critics": "target critics the TD target takes the min over, drawn at random "
+                          "from the N (REDQ's M; none: min(2, N))",
+    "gamma": "discount factor",
+    "tau": "polyak rate of the target critics, every gradient step",
+    "actor_lr": "actor learning rate",
+    "critic_lr": "critic learning rate",
+    "alpha_lr": "temperature learning rate",
+    "init_alpha": "initial entropy temperature",
+    "learn_alpha": "tune the temperature towards the target entropy",
+    "target_entropy": "target entropy (none: -act_dim)",
+    "policy_delay": "gradient steps between actor and temperature updates",
+    "max_grad_norm": "clip each network's gradient to this global norm (none: no clipping)",
+    "weight_decay": "decoupled (AdamW) weight decay",
+    "adam_betas": "Adam's beta1 beta2",
+    "adam_eps": "Adam's epsilon",
+    "log_std_min": "lower bound of the policy's log standard deviation",
+    "log_std_max": "upper bound of the policy's log standard deviation",
+    "actor_q_reduction": "how the actor loss combines the critics: min or mean",
 }
 
 
 def help_text(name: str) -> str:
-    return _HELP.get(name, f"SACConfig.{name}")
+    """The command-line help of a config field."""
+    return _HELP[name]
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainConfig(RunSettings):
-    """Everything a training run needs: run settings plus every settable SACConfig field."""
-
-    hidden_sizes: tuple = (256, 256)
-    num_critics: int = 2
-    num_target_critics: Optional[int] = None
-    gamma: float = 0.99
-    tau: float = 0.005
-    actor_lr: float = 3e-4
-    critic_lr: float = 1e-3
-    alpha_lr: float = 1e-3
-    init_alpha: float = 1.0
-    learn_alpha: bool = True
-    target_entropy: Optional[float] = None
-    policy_delay: int = 1
-    max_grad_norm: Optional[float] = None
-    weight_decay: float = 0.0
-    adam_betas: tuple = (0.9, 0.999)
-    adam_eps: float = 1e-8
-    log_std_min: float = -5.0
-    log_std_max: float = 2.0
-    actor_q_reduction: str = "min"
+class _TrainConfigMethods:
+    """Validation and conversions of ``TrainConfig``."""
 
     def __post_init__(self):
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
@@ -119,15 +118,27 @@ class TrainConfig(RunSettings):
                          dtype=getattr(torch, self.dtype), **fields)
 
     def to_dict(self) -> dict:
+        """Plain values (JSON-serialisable) by field name."""
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "TrainConfig":
+    def from_dict(cls, values: dict):
+        """A config from plain values; unknown keys are an error."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(known)}")
         return cls(**values)
+
+
+_SAC_TYPES = typing.get_type_hints(SACConfig)
+TrainConfig = dataclasses.make_dataclass(
+    "TrainConfig",
+    [(f.name, _SAC_TYPES[f.name], dataclasses.field(default=f.default)) for f in AGENT_FIELDS],
+    bases=(RunSettings, _TrainConfigMethods), frozen=True)
+TrainConfig.__module__ = __name__
+TrainConfig.__doc__ = """Everything a training run needs: the run settings plus every settable
+SACConfig field (same names and defaults)."""
 
 
 def _positive_int(name: str, value, minimum: int = 1) -> None:
