@@ -1,6 +1,8 @@
 """The training driver: transitions, buffer, reproducibility, resume, errors, learning."""
 import csv
 import dataclasses
+import os
+import signal
 
 import pytest
 import torch
@@ -88,6 +90,35 @@ def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
     with open(tmp_path / "c" / "metrics.csv") as f:
         steps = [int(r["step"]) for r in csv.DictReader(f)]
     assert steps == sorted(set(steps))  # rows after the checkpoint were not duplicated
+
+
+def test_ctrl_c_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
+    """SIGINT during a run: a checkpoint at the next step boundary, then the same results."""
+    real_evaluate = loop.evaluate
+    sent = []
+
+    def interrupting(*args):
+        if not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_evaluate(*args)
+
+    monkeypatch.setattr(loop, "evaluate", interrupting)
+    with pytest.raises(KeyboardInterrupt, match="interrupted at step 400"):
+        funcsac.train(RESUME, tmp_path / "stopped")
+    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    assert len(_eval_rows(tmp_path / "stopped")) == 2  # header + step 400
+    funcsac.train(RESUME, tmp_path / "stopped", resume=True)
+    funcsac.train(RESUME, tmp_path / "straight")
+    assert _eval_rows(tmp_path / "stopped") == _eval_rows(tmp_path / "straight")
+
+
+def test_async_envs_train(tmp_path):
+    cfg = dataclasses.replace(RESUME, total_steps=200, learning_starts=100, num_envs=2,
+                              async_envs=True, eval_every=0)
+    result = funcsac.train(cfg, tmp_path)
+    # vector steps end at env steps 2, 4, ..., 200; those from 100 on each run 2 updates
+    assert result.state.step.item() == 2 * 51 and len(result.evals) == 1
 
 
 def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):

@@ -123,3 +123,16 @@ def test_act_shapes_and_stochastic_key():
     assert not torch.equal(s1, a)
     with pytest.raises(ValueError, match="key"):
         funcsac.act(state, obs, deterministic=False)
+
+
+def _layer_norm_critic(obs_dim, act_dim, hidden_sizes):
+    return funcsac.mlp(obs_dim + act_dim, 1, hidden_sizes, layer_norm=True)
+
+
+def test_custom_critic_factory():
+    cfg = small_config(num_critics=3, critic_factory=_layer_norm_critic)
+    state = funcsac.init_state(cfg, seed=0)
+    assert state.critic["1.weight"].shape == (3, 16)  # the LayerNorm's weight, one per critic
+    new, metrics = funcsac.update(state, make_batch(cfg))
+    assert torch.isfinite(metrics["critic_loss"])
+    assert not torch.equal(new.critic["1.weight"], state.critic["1.weight"])
