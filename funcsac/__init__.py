@@ -9,6 +9,7 @@ from .networks import apply_actor, apply_critic, apply_critics, mlp
 from .optim import AdamState, adam_init, adam_update, global_norm
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .state import HParams, SACState, Static, check_state, init_state
+from .update_many import make_update_many, update_many
 from .update import METRIC_NAMES, Losses, make_update, soft_update, td_target, update
 
 __all__ = [
@@ -16,7 +17,7 @@ __all__ = [
     "critic_loss", "temperature_loss", "apply_actor", "apply_critic", "apply_critics", "mlp",
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
-    "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update", "train",
+    "make_update_many", "update_many", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update", "train",
     "TrainConfig",
 ]
 

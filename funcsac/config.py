@@ -21,7 +21,9 @@ class SACConfig:
 
     ``actor_factory(obs_dim, act_dim, hidden_sizes)`` must build a module mapping ``obs [B, obs_dim]``
     to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory`` one mapping the concatenation
-    ``[B, obs_dim + act_dim]`` to ``[B, 1]``. ``None`` means the default ReLU MLPs.
+    ``[B, obs_dim + act_dim]`` to ``[B, 1]``. ``None`` means the default ReLU MLPs (the critic with
+    ``critic_dropout`` and ``critic_layer_norm``); a custom critic may use
+    ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
     """
 
     obs_dim: int
@@ -45,6 +47,8 @@ class SACConfig:
     log_std_min: float = -5.0
     log_std_max: float = 2.0
     actor_q_reduction: str = "min"  # "min" or "mean" over the critics in the actor loss
+    critic_dropout: float = 0.0  # dropout rate in the default critic (DroQ: 0.01)
+    critic_layer_norm: bool = False  # LayerNorm in the default critic (DroQ)
     actor_factory: Optional[ModuleFactory] = None
     critic_factory: Optional[ModuleFactory] = None
     device: str = "cpu"
@@ -108,6 +112,10 @@ def validate_config(cfg: SACConfig) -> None:
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
     _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
+    _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",
+             "must be in [0, 1)", cfg.critic_dropout)
+    _require(isinstance(cfg.critic_layer_norm, bool), "critic_layer_norm", "must be a bool",
+             cfg.critic_layer_norm)
     for name in ("actor_factory", "critic_factory"):
         v = getattr(cfg, name)
         _require(v is None or callable(v), name, "must be None or a callable", v)

@@ -8,29 +8,33 @@ from typing import Tuple
 
 import torch
 
+from . import keys
 from .networks import Params, apply_actor, apply_critics
 from .policy import tanh_gaussian_sample
 from .state import Static
 
 
 def critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
-                target_q: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``0.5 * mean_B (Q_i - target)^2`` summed over the N critics; returns ``(loss, Q [N, B])``."""
-    q = apply_critics(static.critic, critic, obs, action)
+                target_q: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``0.5 * mean_B (Q_i - target)^2`` summed over the N critics (``key`` draws any dropout
+    masks); returns ``(loss, Q [N, B])``."""
+    q = apply_critics(static.critic, critic, obs, action, key)
     return 0.5 * (q - target_q).square().mean(-1).sum(0), q
 
 
 def actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
                alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``mean_B(alpha * log pi(a|s) - Q(s, a))``, ``a ~ pi(.|s)`` reparameterised with ``key``.
+    """``mean_B(alpha * log pi(a|s) - Q(s, a))``, ``a ~ pi(.|s)`` reparameterised with ``key``
+    (which also draws any critic dropout masks).
 
     Q is the min (or mean, per ``config.actor_q_reduction``) over the N critics. Returns
     ``(loss, log_prob [B])``.
     """
     cfg = static.config
     mean, log_std = apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max)
-    a, log_prob = tanh_gaussian_sample(mean, log_std, key)
-    q = apply_critics(static.critic, critic, obs, a)
+    k_sample, k_dropout = keys.split(key, 2)
+    a, log_prob = tanh_gaussian_sample(mean, log_std, k_sample)
+    q = apply_critics(static.critic, critic, obs, a, k_dropout)
     q = q.min(0).values if cfg.actor_q_reduction == "min" else q.mean(0)
     return (alpha * log_prob - q).mean(), log_prob
 

@@ -6,21 +6,57 @@ modules stacked along a leading axis and evaluated in one ``torch.func.vmap``.
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state
 
+from . import keys
+
 Params = Dict[str, torch.Tensor]
 
 
-def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU,
-        layer_norm: bool = False) -> nn.Sequential:
-    """A multilayer perceptron; optional LayerNorm after each hidden linear layer."""
+class KeyedDropout(nn.Module):
+    """Dropout whose mask is drawn from a key, so it stays pure and vmappable.
+
+    The key arrives as the buffer ``key`` in the dict given to ``functional_call`` (the apply
+    functions below fill it in); without one the layer is the identity, as in evaluation.
+    """
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+        self.register_buffer("key", None, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.key is None:
+            return x
+        keep = keys.uniform(self.key, x.shape, x.dtype) >= self.p
+        return torch.where(keep, x / (1.0 - self.p), torch.zeros_like(x))
+
+
+def dropout_key_names(module: nn.Module) -> tuple:
+    """Names of the ``key`` buffers of the module's ``KeyedDropout`` layers."""
+    return tuple(f"{name}.key" for name, m in module.named_modules() if isinstance(m, KeyedDropout))
+
+
+def with_dropout_keys(params: Params, names: tuple, key: Optional[torch.Tensor]) -> Params:
+    """``params`` plus one key per dropout layer drawn from ``key`` (unchanged if ``key`` is None)."""
+    if key is None or not names:
+        return params
+    return {**params, **dict(zip(names, keys.split(key, len(names))))}
+
+
+def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU, layer_norm: bool = False,
+        dropout: float = 0.0) -> nn.Sequential:
+    """A multilayer perceptron; each hidden layer is Linear, then optionally KeyedDropout and
+    LayerNorm (DroQ's order), then the activation."""
     layers, d = [], in_dim
     for h in hidden_sizes:
         layers.append(nn.Linear(d, h))
+        if dropout > 0.0:
+            layers.append(KeyedDropout(dropout))
         if layer_norm:
             layers.append(nn.LayerNorm(h))
         layers.append(activation())
@@ -34,9 +70,10 @@ def default_actor(obs_dim: int, act_dim: int, hidden_sizes) -> nn.Module:
     return mlp(obs_dim, 2 * act_dim, hidden_sizes)
 
 
-def default_critic(obs_dim: int, act_dim: int, hidden_sizes) -> nn.Module:
-    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, 1]``."""
-    return mlp(obs_dim + act_dim, 1, hidden_sizes)
+def default_critic(obs_dim: int, act_dim: int, hidden_sizes, layer_norm: bool = False,
+                   dropout: float = 0.0) -> nn.Module:
+    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, 1]``, optionally with dropout and LayerNorm."""
+    return mlp(obs_dim + act_dim, 1, hidden_sizes, layer_norm=layer_norm, dropout=dropout)
 
 
 def module_params(module: nn.Module) -> Params:
@@ -69,13 +106,20 @@ def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
     return mean, log_std
 
 
-def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor,
-                 action: torch.Tensor) -> torch.Tensor:
-    """One critic: ``(obs [B, obs_dim], action [B, act]) -> Q [B]``."""
+def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,
+                 key: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """One critic: ``(obs [B, obs_dim], action [B, act]) -> Q [B]``; ``key`` draws the dropout
+    masks (None: no dropout)."""
+    params = with_dropout_keys(params, dropout_key_names(template), key)
     return functional_call(template, params, (torch.cat([obs, action], dim=-1),)).squeeze(-1)
 
 
-def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor,
-                  action: torch.Tensor) -> torch.Tensor:
-    """The ensemble: stacked params ``[N, ...]`` -> ``Q [N, B]`` for one shared batch."""
-    return torch.func.vmap(lambda p: apply_critic(template, p, obs, action))(params)
+def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,
+                  key: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """The ensemble: stacked params ``[N, ...]`` -> ``Q [N, B]`` for one shared batch; with a
+    ``key`` each critic draws its own dropout masks."""
+    if key is None:
+        return torch.func.vmap(lambda p: apply_critic(template, p, obs, action))(params)
+    n = next(iter(params.values())).shape[0]
+    return torch.func.vmap(lambda p, k: apply_critic(template, p, obs, action, k))(
+        params, keys.split(key, n))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import NamedTuple
 
@@ -99,7 +100,9 @@ def _build(config: SACConfig, num_critics: int):
     """An actor module and a list of ``num_critics`` critic modules from the config's factories."""
     sizes = (config.obs_dim, config.act_dim, config.hidden_sizes)
     actor = (config.actor_factory or default_actor)(*sizes)
-    return actor, [(config.critic_factory or default_critic)(*sizes) for _ in range(num_critics)]
+    critic_factory = config.critic_factory or functools.partial(
+        default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout)
+    return actor, [critic_factory(*sizes) for _ in range(num_critics)]
 
 
 def static_for(config: SACConfig) -> Static:

@@ -37,11 +37,11 @@ def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     The min runs over a random subset of ``num_target_critics`` (REDQ's M) of the N target critics.
     """
     cfg, static = state.config, state.static
-    k_action, k_subset = keys.split(key, 2)
+    k_action, k_subset, k_dropout = keys.split(key, 3)
     mean, log_std = apply_actor(static.actor, state.actor, batch.next_obs,
                                 cfg.log_std_min, cfg.log_std_max)
     next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, k_action)
-    q = apply_critics(static.critic, state.target_critic, batch.next_obs, next_action)
+    q = apply_critics(static.critic, state.target_critic, batch.next_obs, next_action, k_dropout)
     if cfg.num_target_critics < cfg.num_critics:
         q = q[keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)]
     soft_value = q.min(0).values - torch.exp(state.log_alpha) * next_log_prob
@@ -74,12 +74,12 @@ def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tupl
         cfg, static, hp = state.config, state.static, state.hparams
         check_state(state)
         check_batch_structure(batch, cfg)
-        key, k_target, k_actor = keys.split(state.key, 3)
+        key, k_target, k_critic, k_actor = keys.split(state.key, 4)
         alpha = torch.exp(state.log_alpha)
 
         target_q = td_target(state, batch, k_target)
         c_grads, (c_loss, q) = torch.func.grad_and_value(loss_fns.critic, has_aux=True)(
-            state.critic, static, batch.obs, batch.action, target_q)
+            state.critic, static, batch.obs, batch.action, target_q, k_critic)
         critic, critic_opt, c_norm = _adam(c_grads, state.critic_opt, state.critic, hp.critic_lr, cfg)
         target_critic = soft_update(state.target_critic, critic, hp.tau)
 

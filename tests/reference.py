@@ -54,8 +54,9 @@ class ReferenceSAC:
 
     def update(self, batch: funcsac.Batch):
         cfg = self.cfg
-        self.key, k_target, k_actor = keys.split(self.key, 3)
-        k_action, k_subset = keys.split(k_target, 2)
+        self.key, k_target, _, k_actor = keys.split(self.key, 4)  # (third: critic dropout)
+        k_action, k_subset, _ = keys.split(k_target, 3)
+        k_actor, _ = keys.split(k_actor, 2)
         alpha = self.log_alpha.detach().exp()
         obs, action, reward, next_obs = batch.obs, batch.action, batch.reward, batch.next_obs
         done = batch.terminated.to(obs.dtype)
