@@ -1,5 +1,5 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
-from . import keys
+from . import keys, presets
 from .act import act
 from .batch import Batch, check_batch
 from .compile import compile_update
@@ -13,7 +13,7 @@ from .update_many import make_update_many, update_many
 from .update import METRIC_NAMES, Losses, make_update, soft_update, td_target, update
 
 __all__ = [
-    "keys", "act", "Batch", "check_batch", "compile_update", "SACConfig", "actor_loss",
+    "keys", "presets", "act", "Batch", "check_batch", "compile_update", "SACConfig", "actor_loss",
     "critic_loss", "temperature_loss", "apply_actor", "apply_critic", "apply_critics", "mlp",
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",

@@ -9,6 +9,7 @@ import typing
 from pathlib import Path
 
 from .driver.config import TrainConfig, help_text, load_config_file
+from .presets import PRESETS, preset
 
 _DEFAULTS = TrainConfig()
 
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train an agent")
     train.add_argument("--run-dir", required=True, help="folder for logs, checkpoints and plots")
     train.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
+    train.add_argument("--preset", choices=sorted(PRESETS),
+                       help="a named variant (redq, droq); config file and flags override it")
     train.add_argument("--resume", action="store_true",
                        help="continue from RUN_DIR/checkpoint.pt with RUN_DIR/config.json")
     for field in dataclasses.fields(TrainConfig):
@@ -60,6 +63,8 @@ def _train_config(args) -> TrainConfig:
                              "to continue")
         values = json.loads(saved.read_text())
         values.pop("agent", None)
+    if args.preset:
+        values.update(preset(args.preset))
     if args.config:
         values.update(load_config_file(args.config))
     values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)

@@ -174,3 +174,16 @@ def test_pendulum_learns(tmp_path):
     result = funcsac.train(cfg, tmp_path)
     best = max(e.return_mean for e in result.evals)
     assert best >= -250, [e.return_mean for e in result.evals]
+
+
+def test_preset_with_flag_override(tmp_path):
+    args = ["train", "--run-dir", str(tmp_path), "--preset", "droq", "--utd", "2", "--total-steps",
+            "40", "--learning-starts", "20", "--batch-size", "8", "--hidden-sizes", "8",
+            "--no-compile", "--no-progress", "--eval-episodes", "1"]
+    assert main(args) == 0
+    import json
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["critic_dropout"] == 0.01 and saved["critic_layer_norm"] and saved["utd"] == 2
+    assert saved["agent"]["policy_delay"] == 20
+    with pytest.raises(SystemExit):  # argparse lists the known presets
+        main(["train", "--run-dir", str(tmp_path / "x"), "--preset", "nope"])

@@ -82,6 +82,8 @@ _HELP = {
     "log_std_min": "lower bound of the policy's log standard deviation",
     "log_std_max": "upper bound of the policy's log standard deviation",
     "actor_q_reduction": "how the actor loss combines the critics: min or mean",
+    "critic_dropout": "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)",
+    "critic_layer_norm": "LayerNorm after each hidden layer of the critics (DroQ)",
 }
 
 

@@ -19,6 +19,7 @@ from ..batch import Batch
 from ..compile import compile_update
 from ..state import SACState, init_state
 from ..update import METRIC_NAMES, update
+from ..update_many import update_many
 from .buffer import ReplayBuffer
 from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
                          state_leaves)
@@ -149,8 +150,9 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
         eval_log.truncate_after(progress.env_step)
     board = TensorBoard(run_dir)
     timings = Timings(progress.timings)
-    step_fn = compile_update() if config.compile else update
     updates_per_vector_step = config.utd * n
+    step_fn = update if updates_per_vector_step == 1 else update_many
+    step_fn = compile_update(step_fn) if config.compile else step_fn
     metrics = None
     last_log = (time.perf_counter(), progress.env_step, progress.updates)
     start = time.perf_counter() - progress.elapsed
@@ -189,8 +191,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
                "env_steps_per_s": (progress.env_step - last_log[1]) / dt,
                "updates_per_s": (progress.updates - last_log[2]) / dt,
                **{f"time_{p}": timings.totals[p] for p in PHASES}}
-        if metrics is not None:
-            row.update({k: v.item() for k, v in metrics.items()})  # the only host sync
+        if metrics is not None:  # the last gradient step's; the only host sync
+            row.update({k: v.reshape(-1)[-1].item() for k, v in metrics.items()})
         metrics_log.write(row)
         board.write("train", row, progress.env_step)
         progress.finished_returns = []
@@ -235,11 +237,12 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
             if progress.env_step >= config.learning_starts and buffer.size >= config.batch_size:
                 with timings.phase("update"):
                     progress.key, k_sample = keys.split(progress.key, 2)
-                    rows = buffer.sample(k_sample, config.batch_size * updates_per_vector_step)
-                    for i in range(updates_per_vector_step):
-                        part = slice(i * config.batch_size, (i + 1) * config.batch_size)
-                        state, metrics = step_fn(state, Batch(*(x[part] for x in rows)))
-                    progress.updates += updates_per_vector_step
+                    k = updates_per_vector_step
+                    rows = buffer.sample(k_sample, config.batch_size * k)
+                    if k > 1:
+                        rows = Batch(*(x.reshape(k, config.batch_size, *x.shape[1:]) for x in rows))
+                    state, metrics = step_fn(state, rows)
+                    progress.updates += k
             end = progress.env_step >= config.total_steps
             if _crossed(before, progress.env_step, config.log_every) or end:
                 log_metrics()

@@ -1,0 +1,51 @@
+"""Replacing or extending one loss without copying update."""
+import torch
+import torch.nn.functional as F
+
+import funcsac
+from funcsac.networks import apply_critics
+from helpers import make_batch, small_config
+
+CFG = small_config(dtype=torch.float64)
+
+
+def huber_critic_loss(delta):
+    def loss(critic, static, obs, action, target_q, key):
+        q = apply_critics(static.critic, critic, obs, action, key)
+        return F.huber_loss(q, target_q.expand_as(q), delta=delta, reduction="none").mean(-1).sum(0), q
+    return loss
+
+
+def test_huber_critic_loss():
+    state, batch = funcsac.init_state(CFG, seed=0), make_batch(CFG)
+    default, m_default = funcsac.update(state, batch)
+    # Huber with a huge delta is 0.5 * squared error: the default loss exactly
+    wide, m_wide = funcsac.make_update(funcsac.Losses(critic=huber_critic_loss(1e9)))(state, batch)
+    torch.testing.assert_close(wide.critic, default.critic)
+    torch.testing.assert_close(m_wide["critic_loss"], m_default["critic_loss"])
+    narrow, m_narrow = funcsac.make_update(funcsac.Losses(critic=huber_critic_loss(0.1)))(state, batch)
+    _, k_target, _, _ = funcsac.keys.split(state.key, 4)
+    err = apply_critics(state.static.critic, state.critic, batch.obs, batch.action) - \
+        funcsac.td_target(state, batch, k_target)
+    expected = torch.where(err.abs() < 0.1, 0.5 * err ** 2, 0.1 * (err.abs() - 0.05))
+    torch.testing.assert_close(m_narrow["critic_loss"], expected.mean(-1).sum())
+    assert not torch.allclose(narrow.critic["0.weight"], default.critic["0.weight"])
+
+
+def test_extra_actor_penalty():
+    coef = 0.01
+
+    def penalised(actor, *args):
+        loss, log_prob = funcsac.actor_loss(actor, *args)
+        return loss + coef * sum(p.square().sum() for p in actor.values()), log_prob
+
+    state, batch = funcsac.init_state(CFG, seed=0), make_batch(CFG)
+    _, m_default = funcsac.update(state, batch)
+    new, m = funcsac.make_update(funcsac.Losses(actor=penalised))(state, batch)
+    penalty = coef * sum(p.square().sum() for p in state.actor.values())
+    torch.testing.assert_close(m["actor_loss"], m_default["actor_loss"] + penalty)
+    # the actor step differentiates the penalised loss (against the critics after their step)
+    k_actor = funcsac.keys.split(state.key, 4)[3]
+    grad = torch.func.grad(lambda a: penalised(a, new.critic, state.static, batch.obs,
+                                               state.log_alpha.exp(), k_actor)[0])(state.actor)
+    torch.testing.assert_close(m["actor_grad_norm"], funcsac.global_norm(grad))
