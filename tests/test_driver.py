@@ -19,7 +19,7 @@ TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
 
 
 def _buffer_rows(run_dir):
-    data = load_checkpoint(run_dir / "checkpoint.pt")["buffer"]["data"]
+    data = load_checkpoint(run_dir / "checkpoint.pt")["buffer"][0]["data"]
     return data["obs"], data["next_obs"], data["reward"], data["terminated"]
 
 
@@ -73,10 +73,10 @@ def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
     # crash after the checkpoint at 800 (the eval at 1200 fails), then resume
     real_evaluate = loop.evaluate
 
-    def failing(*args):
+    def failing(*args, **kwargs):
         if args[-1] >= 1200:
             raise RuntimeError("simulated crash")
-        return real_evaluate(*args)
+        return real_evaluate(*args, **kwargs)
 
     monkeypatch.setattr(loop, "evaluate", failing)
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -97,11 +97,11 @@ def test_ctrl_c_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
     real_evaluate = loop.evaluate
     sent = []
 
-    def interrupting(*args):
+    def interrupting(*args, **kwargs):
         if not sent:
             sent.append(True)
             os.kill(os.getpid(), signal.SIGINT)
-        return real_evaluate(*args)
+        return real_evaluate(*args, **kwargs)
 
     monkeypatch.setattr(loop, "evaluate", interrupting)
     with pytest.raises(KeyboardInterrupt, match="interrupted at step 400"):

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from ..config import SACConfig
+from .agents import parse_sweep
 
 # SACConfig fields that come from the environment or are code, not settings
 _AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype"}
@@ -25,6 +26,8 @@ class RunSettings:
     env_id: str = "Pendulum-v1"
     total_steps: int = 15_000
     seed: int = 1
+    num_seeds: int = 1
+    sweep: str = ""
     num_envs: int = 1
     async_envs: bool = False
     autoreset_mode: str = "same-step"
@@ -46,7 +49,10 @@ _HELP = {
     "env_id": "gymnasium environment id (continuous Box actions, flat Box observations)",
     "total_steps": "environment steps in all (each vector step counts num_envs)",
     "seed": "seed for the environments, the replay sampling and the agent",
-    "num_envs": "parallel environments in the vector env",
+    "num_seeds": "independent agents with seeds seed, seed+1, ... trained by one vmapped update",
+    "sweep": "NAME=V1,V2,...: one agent per value (times num_seeds) of a dynamic hyperparameter "
+             "(actor_lr, critic_lr, alpha_lr, tau, gamma, target_entropy)",
+    "num_envs": "parallel environments per agent",
     "async_envs": "run the environments in subprocesses (exact resume needs sync envs)",
     "autoreset_mode": "vector env autoreset: same-step (final_obs in infos) or next-step "
                       "(gymnasium's default; the reset step is skipped)",
@@ -98,7 +104,8 @@ class _TrainConfigMethods:
     def __post_init__(self):
         object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
         object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
-        for name in ("total_steps", "num_envs", "buffer_size", "batch_size", "utd",
+        parse_sweep(self.sweep)
+        for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
                      "eval_episodes", "log_every"):
             _positive_int(name, getattr(self, name))
         for name in ("learning_starts", "eval_every", "checkpoint_every", "seed"):

@@ -17,9 +17,11 @@ class EvalResult:
     return_mean: float
     return_std: float
     episode_length_mean: float
+    agent: int = 0
 
 
-def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step: int) -> EvalResult:
+def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step: int,
+             agent: int = 0) -> EvalResult:
     """Run ``episodes`` episodes with ``tanh(mean)`` actions; episode i starts from ``seed + i``, so
     every evaluation sees the same start states."""
     cfg = state.config
@@ -37,4 +39,5 @@ def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step
             done = terminated or truncated
         returns.append(total)
         lengths.append(length)
-    return EvalResult(step, float(np.mean(returns)), float(np.std(returns)), float(np.mean(lengths)))
+    return EvalResult(step, float(np.mean(returns)), float(np.std(returns)),
+                      float(np.mean(lengths)), agent)

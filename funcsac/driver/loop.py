@@ -1,4 +1,8 @@
-"""The training loop: collect, update, evaluate, log, checkpoint."""
+"""The training loop: collect, update, evaluate, log, checkpoint.
+
+A run trains one agent, or several independent ones (seeds, a hyperparameter sweep) side by side
+with one vmapped update; per-agent arrays are laid out agent-major (``[agents * num_envs]``).
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -20,6 +24,7 @@ from ..compile import compile_update
 from ..state import SACState, init_state
 from ..update import METRIC_NAMES, update
 from ..update_many import update_many
+from .agents import agent_specs, select, stack, vmap_agents, with_overrides
 from .buffer import ReplayBuffer
 from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
                          state_leaves)
@@ -37,7 +42,8 @@ EVAL_SEED_OFFSET = 1_000_000
 
 @dataclasses.dataclass
 class TrainResult:
-    """What ``train`` returns: the final agent and every evaluation."""
+    """What ``train`` returns: the final agent (stacked along a leading axis when the run has
+    several) and every evaluation (``EvalResult.agent`` says whose)."""
 
     state: SACState
     evals: List[EvalResult]
@@ -45,17 +51,17 @@ class TrainResult:
 
 @dataclasses.dataclass
 class Progress:
-    """The loop's own state at a vector-step boundary; with the agent, the buffer and the envs it
-    is everything a checkpoint needs to continue exactly."""
+    """The loop's own state at a vector-step boundary; with the agents, the buffers and the envs
+    it is everything a checkpoint needs to continue exactly."""
 
     env_step: int
     updates: int
-    key: torch.Tensor
-    obs: np.ndarray
+    key: torch.Tensor  # [agents, 2]
+    obs: np.ndarray  # [agents * num_envs, obs_dim]
     prev_done: np.ndarray
     episode_return: np.ndarray
     episode_length: np.ndarray
-    finished_returns: list
+    finished_returns: list  # per agent, since the last metrics row
     evals: list
     timings: dict
     elapsed: float
@@ -66,8 +72,9 @@ def _crossed(before: int, after: int, every: int) -> bool:
 
 
 def _check_resumable(config: TrainConfig, saved: dict) -> None:
+    plain = lambda v: json.loads(json.dumps(v))  # noqa: E731  (tuples and lists compare equal)
     diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
-            if k not in RUN_LENGTH_FIELDS and json.loads(json.dumps(saved.get(k))) != json.loads(json.dumps(v))}
+            if k not in RUN_LENGTH_FIELDS and plain(saved.get(k)) != plain(v)}
     if diff:
         lines = ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
         raise CheckpointError(f"the checkpoint belongs to a different configuration ({lines}); "
@@ -97,6 +104,12 @@ class _StopFlag:
             signal.signal(sig, handler)
 
 
+def _split_keys(key: torch.Tensor):
+    """Each agent's key ``[A, 2]`` split in two: ``(carried [A, 2], used [A, 2])``."""
+    both = torch.func.vmap(lambda k: keys.split(k, 2))(key)
+    return both[:, 0], both[:, 1]
+
+
 def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
     """Train SAC on ``config.env_id``; everything is written to ``run_dir``.
 
@@ -110,49 +123,54 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
         _check_resumable(config, payload["config"])
     run_dir.mkdir(parents=True, exist_ok=True)
 
-    envs = make_vector_env(config.env_id, config.num_envs, config.async_envs,
-                           config.autoreset_mode)
+    agents = agent_specs(config.seed, config.num_seeds, config.sweep)
+    A, n = len(agents), config.num_envs
+    env_seeds = [a.seed + i for a in agents for i in range(n)]
+    envs = make_vector_env(config.env_id, A * n, config.async_envs, config.autoreset_mode)
     eval_env = make_eval_env(config.env_id)
     spec = env_spec(envs)
     mode = autoreset_mode(envs)
     sac_cfg = config.sac_config(spec.obs_dim, spec.act_dim)
-    state = init_state(sac_cfg, seed=config.seed)
-    buffer = ReplayBuffer(config.buffer_size, spec.obs_dim, spec.act_dim, sac_cfg.device,
-                          sac_cfg.dtype)
-    n = config.num_envs
+    state = stack([with_overrides(init_state(sac_cfg, seed=a.seed), a) for a in agents])
+    buffers = [ReplayBuffer(config.buffer_size, spec.obs_dim, spec.act_dim, sac_cfg.device,
+                            sac_cfg.dtype) for _ in agents]
     if payload is None:
-        obs, _ = envs.reset(seed=config.seed)
-        progress = Progress(0, 0, keys.fold_in(keys.make_key(config.seed), 1), obs,
-                            np.zeros(n, bool), np.zeros(n), np.zeros(n, int), [], [], {}, 0.0)
+        obs, _ = envs.reset(seed=env_seeds)
+        progress = Progress(0, 0, torch.stack([keys.fold_in(keys.make_key(a.seed), 1)
+                                               for a in agents]),
+                            obs, np.zeros(A * n, bool), np.zeros(A * n), np.zeros(A * n, int),
+                            [[] for _ in agents], [], {}, 0.0)
     else:
         state = restore_state(state, payload["agent"])
-        buffer.load_state_dict(payload["buffer"])
+        for buffer, saved in zip(buffers, payload["buffer"]):
+            buffer.load_state_dict(saved)
         progress = Progress(**{k: v.numpy() if isinstance(v, torch.Tensor) and k != "key" else v
                                for k, v in payload["progress"].items()})
         progress.evals = [EvalResult(**e) for e in progress.evals]
         if payload["envs"] is not None:
             restore_envs(envs, payload["envs"], progress.prev_done)
         else:  # async envs cannot be saved: start fresh episodes
-            progress.obs, _ = envs.reset(seed=config.seed + progress.env_step)
+            progress.obs, _ = envs.reset(seed=[s + progress.env_step for s in env_seeds])
             progress.prev_done[:] = False
             progress.episode_return[:] = 0
             progress.episode_length[:] = 0
 
-    resolved = dataclasses.asdict(sac_cfg)
-    resolved = {k: v for k, v in resolved.items() if not callable(v)}
+    resolved = {k: v for k, v in dataclasses.asdict(sac_cfg).items() if not callable(v)}
     resolved["dtype"] = str(resolved["dtype"])
     (run_dir / "config.json").write_text(json.dumps({**config.to_dict(), "agent": resolved},
                                                     indent=2, default=str))
-    metrics_log = CsvLog(run_dir / "metrics.csv", METRICS_COLUMNS)
-    eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS)
+    label_columns = list(agents[0].label()) if A > 1 else []
+    metrics_log = CsvLog(run_dir / "metrics.csv", label_columns + METRICS_COLUMNS)
+    eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS[:1] + label_columns + EVAL_COLUMNS[1:])
     if payload is not None:
         metrics_log.truncate_after(progress.env_step)
         eval_log.truncate_after(progress.env_step)
     board = TensorBoard(run_dir)
     timings = Timings(progress.timings)
-    updates_per_vector_step = config.utd * n
-    step_fn = update if updates_per_vector_step == 1 else update_many
+    k = config.utd * n  # gradient steps per vector step
+    step_fn = vmap_agents(update if k == 1 else update_many, A)
     step_fn = compile_update(step_fn) if config.compile else step_fn
+    sample_fn = vmap_agents(lambda s, o, key: act(s, o, deterministic=False, key=key), A)
     metrics = None
     last_log = (time.perf_counter(), progress.env_step, progress.updates)
     start = time.perf_counter() - progress.elapsed
@@ -164,38 +182,42 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
                   for k, v in dataclasses.asdict(progress).items()}
         fields["evals"] = [dataclasses.asdict(e) for e in progress.evals]
         return {"config": config.to_dict(), "agent": state_leaves(state),
-                "buffer": buffer.state_dict(), "progress": fields, "envs": save_envs(envs)}
+                "buffer": [b.state_dict() for b in buffers], "progress": fields,
+                "envs": save_envs(envs)}
 
     def checkpoint():
         with timings.phase("checkpoint"):
             save_checkpoint(run_dir / CHECKPOINT, snapshot())
 
     def run_eval():
-        with timings.phase("eval"):
-            result = evaluate(state, eval_env, spec, config.eval_episodes,
-                              config.seed + EVAL_SEED_OFFSET, progress.env_step)
-        progress.evals.append(result)
-        row = dataclasses.asdict(result)
-        eval_log.write(row)
-        board.write("eval", row, progress.env_step)
-        bar.set_postfix(eval_return=f"{result.return_mean:.1f}")
+        for i, agent in enumerate(agents):
+            with timings.phase("eval"):
+                result = evaluate(select(state, i, A), eval_env, spec, config.eval_episodes,
+                                  agent.seed + EVAL_SEED_OFFSET, progress.env_step, agent=i)
+            progress.evals.append(result)
+            row = {**(agent.label() if A > 1 else {}), **dataclasses.asdict(result)}
+            eval_log.write(row)
+            board.write(f"eval/agent{i}" if A > 1 else "eval", row, progress.env_step)
+        bar.set_postfix(eval_return=f"{np.mean([e.return_mean for e in progress.evals[-A:]]):.1f}")
 
     def log_metrics():
         nonlocal last_log
         now = time.perf_counter()
         dt = max(now - last_log[0], 1e-9)
-        row = {"step": progress.env_step,
-               "episode_return": (np.mean(progress.finished_returns)
-                                  if progress.finished_returns else ""),
-               "episodes": len(progress.finished_returns),
-               "env_steps_per_s": (progress.env_step - last_log[1]) / dt,
-               "updates_per_s": (progress.updates - last_log[2]) / dt,
-               **{f"time_{p}": timings.totals[p] for p in PHASES}}
-        if metrics is not None:  # the last gradient step's; the only host sync
-            row.update({k: v.reshape(-1)[-1].item() for k, v in metrics.items()})
-        metrics_log.write(row)
-        board.write("train", row, progress.env_step)
-        progress.finished_returns = []
+        shared = {"step": progress.env_step,
+                  "env_steps_per_s": (progress.env_step - last_log[1]) * A / dt,
+                  "updates_per_s": (progress.updates - last_log[2]) * A / dt,
+                  **{f"time_{p}": timings.totals[p] for p in PHASES}}
+        for i, agent in enumerate(agents):
+            returns = progress.finished_returns[i]
+            row = {**(agent.label() if A > 1 else {}), **shared,
+                   "episode_return": np.mean(returns) if returns else "", "episodes": len(returns)}
+            if metrics is not None:  # the last gradient step's; the only host sync
+                row.update({name: select(v, i, A).reshape(-1)[-1].item()
+                            for name, v in metrics.items()})
+            metrics_log.write(row)
+            board.write(f"train/agent{i}" if A > 1 else "train", row, progress.env_step)
+        progress.finished_returns = [[] for _ in agents]
         last_log = (now, progress.env_step, progress.updates)
 
     bar = tqdm(total=config.total_steps, initial=progress.env_step, disable=not config.progress,
@@ -209,39 +231,45 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
                                         f"written, continue with --resume")
             before = progress.env_step
             with timings.phase("collect"):
-                progress.key, k_act = keys.split(progress.key, 2)
+                progress.key, k_act = _split_keys(progress.key)
                 if progress.env_step < config.learning_starts:
-                    action = keys.uniform(k_act, (n, spec.act_dim), torch.float64) * 2 - 1
+                    action = torch.func.vmap(
+                        lambda key: keys.uniform(key, (n, spec.act_dim), torch.float64))(k_act) * 2 - 1
                 else:
                     with torch.no_grad():
                         obs_t = torch.as_tensor(progress.obs, dtype=sac_cfg.dtype,
-                                                device=sac_cfg.device)
-                        action = act(state, obs_t, deterministic=False, key=k_act)
-                action = action.cpu().numpy()
+                                                device=sac_cfg.device).reshape(A, n, -1)
+                        action = sample_fn(state, obs_t[0] if A == 1 else obs_t,
+                                           k_act[0] if A == 1 else k_act)
+                action = action.reshape(A * n, spec.act_dim).cpu().numpy()
                 next_obs, reward, terminated, truncated, infos = envs.step(
                     scale_action(action, spec).astype(envs.single_action_space.dtype))
                 valid, true_next = transitions(mode, next_obs, terminated, truncated, infos,
                                                progress.prev_done)
-                buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[valid]) for x in (
-                    progress.obs, action, reward, true_next, terminated))))
+                for i, buffer in enumerate(buffers):
+                    mine = np.zeros(A * n, bool)
+                    mine[i * n:(i + 1) * n] = valid[i * n:(i + 1) * n]
+                    buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[mine]) for x in (
+                        progress.obs, action, reward, true_next, terminated))))
                 progress.episode_return += np.where(valid, reward, 0.0)
                 progress.episode_length += valid
                 done = (terminated | truncated) & valid
-                progress.finished_returns.extend(progress.episode_return[done].tolist())
+                for i in np.flatnonzero(done):
+                    progress.finished_returns[i // n].append(float(progress.episode_return[i]))
                 progress.episode_return[done] = 0.0
                 progress.episode_length[done] = 0
                 progress.prev_done = terminated | truncated
                 progress.obs = next_obs
                 progress.env_step += n
                 bar.update(n)
-            if progress.env_step >= config.learning_starts and buffer.size >= config.batch_size:
+            if progress.env_step >= config.learning_starts and buffers[0].size >= config.batch_size:
                 with timings.phase("update"):
-                    progress.key, k_sample = keys.split(progress.key, 2)
-                    k = updates_per_vector_step
-                    rows = buffer.sample(k_sample, config.batch_size * k)
+                    progress.key, k_sample = _split_keys(progress.key)
+                    rows = [b.sample(key, config.batch_size * k) for b, key in zip(buffers, k_sample)]
                     if k > 1:
-                        rows = Batch(*(x.reshape(k, config.batch_size, *x.shape[1:]) for x in rows))
-                    state, metrics = step_fn(state, rows)
+                        rows = [Batch(*(x.reshape(k, config.batch_size, *x.shape[1:]) for x in r))
+                                for r in rows]
+                    state, metrics = step_fn(state, stack(rows))
                     progress.updates += k
             end = progress.env_step >= config.total_steps
             if _crossed(before, progress.env_step, config.log_every) or end:
@@ -256,7 +284,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
     eval_env.close()
     from .plot import plot_runs
     plot_runs([run_dir], run_dir / "curve.png")
-    print(f"funcsac: {progress.env_step} env steps, {progress.updates} updates in "
-          f"{time.perf_counter() - start:.1f} s; final eval return "
-          f"{progress.evals[-1].return_mean:.1f}\n{timings.summary()}")
+    final = np.mean([e.return_mean for e in progress.evals[-A:]])
+    print(f"funcsac: {progress.env_step} env steps x {A} agent(s), {progress.updates} updates each "
+          f"in {time.perf_counter() - start:.1f} s; final eval return {final:.1f}\n"
+          f"{timings.summary()}")
     return TrainResult(state, progress.evals)
