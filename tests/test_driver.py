@@ -4,6 +4,7 @@ import dataclasses
 import os
 import signal
 
+import numpy as np
 import pytest
 import torch
 
@@ -187,3 +188,38 @@ def test_preset_with_flag_override(tmp_path):
     assert saved["agent"]["policy_delay"] == 20
     with pytest.raises(SystemExit):  # argparse lists the known presets
         main(["train", "--run-dir", str(tmp_path / "x"), "--preset", "nope"])
+
+
+SEEDS = dataclasses.replace(RESUME, total_steps=600, learning_starts=200, eval_every=300,
+                            checkpoint_every=0, dtype="float64")
+
+
+def _returns(run_dir, **where):
+    with open(run_dir / "eval.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if all(r[k] == str(v) for k, v in where.items())]
+    return [float(r["return_mean"]) for r in rows]
+
+
+def test_num_seeds_equals_separate_runs(tmp_path):
+    together = funcsac.train(dataclasses.replace(SEEDS, num_seeds=3), tmp_path / "together")
+    assert together.state.step.shape == (3,)
+    for s in range(3):
+        alone = funcsac.train(dataclasses.replace(SEEDS, seed=SEEDS.seed + s), tmp_path / f"s{s}")
+        # vmapped and single updates round differently; float64 keeps that far below the tolerance
+        np.testing.assert_allclose(_returns(tmp_path / "together", seed=SEEDS.seed + s),
+                                   _returns(tmp_path / f"s{s}"), rtol=1e-6)
+        for x, y in zip(torch.utils._pytree.tree_leaves(together.state),
+                        torch.utils._pytree.tree_leaves(alone.state)):
+            torch.testing.assert_close(x[s], y, rtol=1e-6, atol=1e-8)
+    assert main(["plot", str(tmp_path / "together"), str(tmp_path / "s0")]) == 0
+
+
+def test_sweep_sets_each_agents_hyperparameter(tmp_path):
+    cfg = dataclasses.replace(SEEDS, total_steps=300, sweep="critic_lr=1e-4,1e-3", num_seeds=2)
+    result = funcsac.train(cfg, tmp_path)
+    torch.testing.assert_close(result.state.hparams.critic_lr,
+                               torch.tensor([1e-4, 1e-4, 1e-3, 1e-3], dtype=torch.float64))
+    assert result.state.key.shape == (4, 2)
+    assert len(_returns(tmp_path, critic_lr=0.001, seed=SEEDS.seed + 1)) == 1
+    with pytest.raises(ValueError, match="--sweep must look like"):
+        dataclasses.replace(SEEDS, sweep="hidden_sizes=1,2")

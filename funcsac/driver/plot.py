@@ -2,32 +2,48 @@
 from __future__ import annotations
 
 import csv
+from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 
-def read_evals(run_dir) -> tuple:
-    """``(steps, return_mean, return_std)`` lists from ``run_dir/eval.csv``."""
+_VALUES = {"step", "seed", "return_mean", "return_std", "episode_length_mean"}
+
+
+def read_curves(run_dir) -> dict:
+    """Eval curves of a run: ``{label: (steps, mean, spread)}``. One curve per sweep value; with
+    several seeds, mean and standard deviation across seeds, else the episodes' std."""
     path = Path(run_dir) / "eval.csv"
     if not path.is_file():
         raise ValueError(f"{run_dir} has no eval.csv: is it a funcsac run directory?")
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    return ([int(float(r["step"])) for r in rows], [float(r["return_mean"]) for r in rows],
-            [float(r["return_std"]) for r in rows])
+    groups = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        label = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
+        groups[label][int(float(r["step"]))].append((float(r["return_mean"]), float(r["return_std"])))
+    curves = {}
+    for label, by_step in groups.items():
+        steps = sorted(by_step)
+        values = [np.array(by_step[s]) for s in steps]
+        mean = [v[:, 0].mean() for v in values]
+        spread = [v[:, 0].std() if len(v) > 1 else v[0, 1] for v in values]
+        curves[label] = (steps, mean, spread)
+    return curves
 
 
 def plot_runs(run_dirs, out_path) -> Path:
-    """Eval return (mean, shaded +- std over episodes) against env steps, one line per run."""
+    """Eval return (mean, shaded spread) against env steps, one line per run and sweep value."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for run_dir in run_dirs:
-        steps, mean, std = read_evals(run_dir)
-        ax.plot(steps, mean, marker="o", label=Path(run_dir).name)
-        ax.fill_between(steps, [m - s for m, s in zip(mean, std)],
-                        [m + s for m, s in zip(mean, std)], alpha=0.2)
+        for label, (steps, mean, spread) in read_curves(run_dir).items():
+            name = Path(run_dir).name + (f" ({label})" if label else "")
+            ax.plot(steps, mean, marker="o", label=name)
+            ax.fill_between(steps, np.subtract(mean, spread), np.add(mean, spread), alpha=0.2)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("eval return")
     ax.grid(alpha=0.3)
