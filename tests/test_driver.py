@@ -223,3 +223,16 @@ def test_sweep_sets_each_agents_hyperparameter(tmp_path):
     assert len(_returns(tmp_path, critic_lr=0.001, seed=SEEDS.seed + 1)) == 1
     with pytest.raises(ValueError, match="--sweep must look like"):
         dataclasses.replace(SEEDS, sweep="hidden_sizes=1,2")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["redq", "droq"])
+def test_preset_learns_pendulum(tmp_path, name):
+    """UTD 20, compiled as in real use; Pendulum is solved well within 10,000 env steps."""
+    cfg = funcsac.TrainConfig.from_dict({
+        **funcsac.presets.preset(name), "env_id": "Pendulum-v1", "total_steps": 1500,
+        "learning_starts": 500, "eval_every": 500, "eval_episodes": 3, "hidden_sizes": (64, 64),
+        "progress": False, "seed": 1})
+    result = funcsac.train(cfg, tmp_path)
+    assert result.state.step.item() == 1001 * 20
+    assert max(e.return_mean for e in result.evals) >= -250, [e.return_mean for e in result.evals]

@@ -1,0 +1,43 @@
+"""Independent agents: 8 in one vmapped update against 8 sequential updates (``small`` sizes)."""
+import pytest
+import torch
+import torch.utils._pytree as pytree
+
+import funcsac
+from workloads import random_batch, workload_config
+
+AGENTS = 8
+
+
+def _stack(trees):
+    return pytree.tree_map(lambda *x: torch.stack(x), *trees)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("layout", ["vmapped", "sequential"])
+def test_seeds(benchmark, layout, mode):
+    cfg = workload_config("small")
+    states = [funcsac.init_state(cfg, seed=s) for s in range(AGENTS)]
+    batches = [random_batch(cfg, seed=s) for s in range(AGENTS)]
+    fn = torch.func.vmap(funcsac.update) if layout == "vmapped" else funcsac.update
+    if mode == "compiled":
+        torch._dynamo.reset()
+        fn = torch.compile(fn, fullgraph=True)
+    if layout == "vmapped":
+        box = [_stack(states)]
+        batch = _stack(batches)
+
+        def step():
+            box[0], _ = fn(box[0], batch)
+    else:
+        box = states
+
+        def step():
+            for i in range(AGENTS):
+                box[i], _ = fn(box[i], batches[i])
+
+    for _ in range(3):
+        step()
+    benchmark.group = f"seeds-{mode}"
+    benchmark.pedantic(step, rounds=50, iterations=1, warmup_rounds=2)
+    benchmark.extra_info["agent_updates_per_s"] = AGENTS / benchmark.stats.stats.median
