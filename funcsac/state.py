@@ -149,9 +149,11 @@ def _check_params(name: str, params: Params, template: nn.Module, lead: tuple) -
     expected = {k: lead + tuple(v.shape) for k, v in
                 {**dict(template.named_parameters()), **dict(template.named_buffers())}.items()}
     got = {k: tuple(v.shape) for k, v in params.items()}
-    if got != expected:
-        raise ValueError(f"SACState.{name} does not match its config: expected parameter shapes "
-                         f"{expected}, got {got}")
+    wrong = sorted(set(got) ^ set(expected)) + [k for k in expected if k in got
+                                                   and got[k] != expected[k]]
+    if wrong:
+        raise ValueError(f"SACState.{name} does not match its config at {wrong}: expected "
+                         f"parameter shapes {expected}, got {got}")
 
 
 def check_state(state: SACState) -> None:

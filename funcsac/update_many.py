@@ -32,9 +32,9 @@ def make_update_many(update_fn: Callable = default_update):
 
         def step(carry, batch):
             new_state, metrics = update_fn(pytree.tree_unflatten(carry, spec), Batch(*batch))
-            new = pytree.tree_leaves(new_state)
-            # scan forbids returning an input unchanged (aliasing): copy the leaves passed through
-            return [x.clone() if x is c else x for x, c in zip(new, carry)], metrics
+            # scan forbids returning an input unchanged (aliasing), so copy; inductor fuses the
+            # copies of freshly computed leaves away, leaving only those passed through
+            return [x.clone() for x in pytree.tree_leaves(new_state)], metrics
 
         final, metrics = scan(step, leaves, tuple(batches))
         return pytree.tree_unflatten(final, spec), metrics
