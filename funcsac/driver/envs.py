@@ -66,11 +66,6 @@ def scale_action(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
     return spec.low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (spec.high - spec.low)
 
 
-def unscale_action(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
-    """Environment actions back to the policy's [-1, 1]."""
-    return 2.0 * (action - spec.low) / (spec.high - spec.low) - 1.0
-
-
 def autoreset_mode(envs) -> AutoresetMode:
     mode = envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
     if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
