@@ -7,6 +7,7 @@ import funcsac
 WORKLOADS = {
     "mujoco": (17, 6, (256, 256), 2, 2),
     "small": (3, 1, (64, 64), 2, 2),
+    "redq": (17, 6, (256, 256), 10, 2),
 }
 BATCH_SIZE = 256
 
