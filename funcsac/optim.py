@@ -25,9 +25,8 @@ class AdamState(NamedTuple):
 def adam_init(params: Params) -> AdamState:
     """Zero moments and a zero step count for ``params``."""
     first = next(iter(params.values()))
-    zeros = {k: torch.zeros_like(v) for k, v in params.items()}
-    return AdamState(torch.zeros((), dtype=first.dtype, device=first.device), zeros,
-                     {k: torch.zeros_like(v) for k, v in params.items()})
+    zeros = lambda: {k: torch.zeros_like(v) for k, v in params.items()}  # noqa: E731
+    return AdamState(torch.zeros((), dtype=first.dtype, device=first.device), zeros(), zeros())
 
 
 def global_norm(tree: Params) -> torch.Tensor:

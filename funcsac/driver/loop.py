@@ -247,9 +247,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
                 valid, true_next = transitions(mode, next_obs, terminated, truncated, infos,
                                                progress.prev_done)
                 for i, buffer in enumerate(buffers):
-                    mine = np.zeros(A * n, bool)
-                    mine[i * n:(i + 1) * n] = valid[i * n:(i + 1) * n]
-                    buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[mine]) for x in (
+                    rows = slice(i * n, (i + 1) * n)
+                    buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[rows][valid[rows]]) for x in (
                         progress.obs, action, reward, true_next, terminated))))
                 progress.episode_return += np.where(valid, reward, 0.0)
                 progress.episode_length += valid
