@@ -233,8 +233,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
             with timings.phase("collect"):
                 progress.key, k_act = _split_keys(progress.key)
                 if progress.env_step < config.learning_starts:
-                    action = torch.func.vmap(
-                        lambda key: keys.uniform(key, (n, spec.act_dim), torch.float64))(k_act) * 2 - 1
+                    uniform = lambda key: keys.uniform(key, (n, spec.act_dim), torch.float64)  # noqa: E731
+                    action = torch.func.vmap(uniform)(k_act) * 2 - 1
                 else:
                     with torch.no_grad():
                         obs_t = torch.as_tensor(progress.obs, dtype=sac_cfg.dtype,
@@ -264,7 +264,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
             if progress.env_step >= config.learning_starts and buffers[0].size >= config.batch_size:
                 with timings.phase("update"):
                     progress.key, k_sample = _split_keys(progress.key)
-                    rows = [b.sample(key, config.batch_size * k) for b, key in zip(buffers, k_sample)]
+                    rows = [b.sample(key, config.batch_size * k)
+                            for b, key in zip(buffers, k_sample)]
                     if k > 1:
                         rows = [Batch(*(x.reshape(k, config.batch_size, *x.shape[1:]) for x in r))
                                 for r in rows]
