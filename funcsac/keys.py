@@ -14,28 +14,25 @@ import torch
 _MASK32 = 0xFFFFFFFF
 
 
-def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    """``x * c mod 2**32`` for 32-bit ``x`` and ``c``, without int64 overflow."""
-    lo = (x & 0xFFFF) * c
-    hi = (((x >> 16) * c) & 0xFFFF) << 16
-    return (lo + hi) & _MASK32
+# Multipliers of a two-round xorshift-multiply hash (hash-prospector); both are below 2**31, so
+# ``x * c`` of a 32-bit ``x`` stays below 2**63 and one int64 multiply and a mask compute it.
+_M1, _M2 = 0x21F0AAAD, 0x735A2D97
 
 
 def _mix32(x: torch.Tensor) -> torch.Tensor:
-    """A 32-bit avalanche hash (lowbias32 finaliser) of each element."""
+    """A 32-bit avalanche hash of each element of ``x`` (int64 holding values in ``[0, 2**32)``)."""
     x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
+    x = (x * _M1) & _MASK32
     x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
-    return x ^ (x >> 16)
+    x = (x * _M2) & _MASK32
+    return x ^ (x >> 15)
 
 
 def _bits(key: torch.Tensor, n: int) -> torch.Tensor:
-    """``[n]`` pseudo-random 32-bit integers (int64) from ``key [2]``."""
+    """``[n]`` pseudo-random 32-bit integers (int64) from ``key [2]``: element ``i`` is
+    ``mix(mix(i ^ key[0]) ^ key[1])``."""
     i = torch.arange(n, device=key.device, dtype=torch.int64)
-    x = _mix32(i ^ key[0])
-    x = _mix32(x ^ key[1])
-    return _mix32((x + 0x9E3779B9) & _MASK32)
+    return _mix32(_mix32(i ^ key[0]) ^ key[1])
 
 
 def make_key(seed: int, device="cpu") -> torch.Tensor:

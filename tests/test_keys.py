@@ -45,3 +45,11 @@ def test_compiled_draws_equal_eager():
     eager, compiled = f(k), torch.compile(f, fullgraph=True)(k)
     torch.testing.assert_close(compiled[0], eager[0])
     assert torch.equal(compiled[1], eager[1])
+
+
+def test_streams_of_keys_one_bit_apart_are_uncorrelated():
+    base = keys.make_key(5)
+    z = keys.normal(base, (100_000,), torch.float64)
+    for flip in ([1, 0], [0, 1], [1 << 31, 0]):
+        other = keys.normal(base ^ torch.tensor(flip), (100_000,), torch.float64)
+        assert abs(torch.corrcoef(torch.stack([z, other]))[0, 1].item()) < 0.01
