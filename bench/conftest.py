@@ -2,6 +2,20 @@ import pytest
 import torch
 
 
+def pytest_addoption(parser):
+    parser.addoption("--device", default="cpu", help="device the benchmarks run on (cpu, cuda)")
+    parser.addoption("--slow-compiles", action="store_true",
+                     help="also run variants whose cold compile takes minutes (unrolled UTD)")
+
+
+@pytest.fixture(scope="session")
+def device(request):
+    dev = torch.device(request.config.getoption("--device"))
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        pytest.skip("--device cuda without a CUDA device")
+    return dev
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _cpu_hygiene():
     torch.set_flush_denormal(True)

@@ -34,12 +34,14 @@ class ImperativeSAC:
     """SAC with N critics and a target min over a random M of them (REDQ's subset)."""
 
     def __init__(self, obs_dim, act_dim, hidden, num_critics=2, num_target_critics=2,
-                 gamma=0.99, tau=0.005):
-        self.actor = Actor(obs_dim, act_dim, hidden)
-        self.critics = nn.ModuleList(critic(obs_dim, act_dim, hidden) for _ in range(num_critics))
-        self.targets = nn.ModuleList(critic(obs_dim, act_dim, hidden) for _ in range(num_critics))
+                 gamma=0.99, tau=0.005, device="cpu"):
+        self.actor = Actor(obs_dim, act_dim, hidden).to(device)
+        self.critics = nn.ModuleList(critic(obs_dim, act_dim, hidden)
+                                     for _ in range(num_critics)).to(device)
+        self.targets = nn.ModuleList(critic(obs_dim, act_dim, hidden)
+                                     for _ in range(num_critics)).to(device)
         self.targets.load_state_dict(self.critics.state_dict())
-        self.log_alpha = torch.zeros((), requires_grad=True)
+        self.log_alpha = torch.zeros((), device=device, requires_grad=True)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=3e-4)
         self.critic_opt = torch.optim.Adam(self.critics.parameters(), lr=1e-3)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=1e-3)

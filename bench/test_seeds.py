@@ -4,6 +4,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import funcsac
+from measure import synced
 from workloads import random_batch, workload_config
 
 AGENTS = 8
@@ -15,8 +16,8 @@ def _stack(trees):
 
 @pytest.mark.parametrize("mode", ["eager", "compiled"])
 @pytest.mark.parametrize("layout", ["vmapped", "sequential"])
-def test_seeds(benchmark, layout, mode):
-    cfg = workload_config("small")
+def test_seeds(benchmark, layout, mode, device):
+    cfg = workload_config("small", device=str(device))
     states = [funcsac.init_state(cfg, seed=s) for s in range(AGENTS)]
     batches = [random_batch(cfg, seed=s) for s in range(AGENTS)]
     fn = torch.func.vmap(funcsac.update) if layout == "vmapped" else funcsac.update
@@ -39,5 +40,6 @@ def test_seeds(benchmark, layout, mode):
     for _ in range(3):
         step()
     benchmark.group = f"seeds-{mode}"
-    benchmark.pedantic(step, rounds=50, iterations=1, warmup_rounds=2)
-    benchmark.extra_info["agent_updates_per_s"] = AGENTS / benchmark.stats.stats.median
+    benchmark.pedantic(synced(step, device), rounds=50, iterations=1, warmup_rounds=2)
+    benchmark.extra_info.update(workload="seeds", layout=layout, mode=mode, agents=AGENTS,
+                                agent_updates_per_s=AGENTS / benchmark.stats.stats.median)

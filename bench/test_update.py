@@ -1,18 +1,34 @@
-"""funcsac.update eager vs compiled at the reference sizes.
+"""One SAC update (critic, actor and temperature steps, polyak average, Adam) per implementation
+and workload, side by side in one run:
 
-Run: ``pytest bench/test_update.py --benchmark-only`` (the compiled case includes a cold compile in
-its setup, reported separately as ``extra_info["compile_s"]``)."""
-import time
+    TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) pytest bench/test_update.py --benchmark-only \
+        --benchmark-json bench/results.json
 
+Implementations: funcsac eager and compiled (default, ``max-autotune-no-cudagraphs``, and on CUDA
+``reduce-overhead``), the CleanRL-style imperative update (``imperative_sac.py``) eager and
+compiled, and TorchRL's ``SACLoss`` + Adam + ``SoftUpdate`` (``torchrl_sac.py``, when the ``bench``
+extra is installed) eager and compiled. ``extra_info`` holds the first call's time (the cold
+compile), the peak memory of one update and its matmul FLOPs.
+"""
 import pytest
 import torch
 
 import funcsac
+from imperative_sac import ImperativeSAC
+from measure import count_flops, first_call_s, matmul_gflops, peak_step_mib, synced
 from workloads import WORKLOADS, random_batch, workload_config
 
+IMPLEMENTATIONS = ["imperative-eager", "imperative-compiled", "torchrl-eager", "torchrl-compiled",
+                   "funcsac-eager", "funcsac-compiled", "funcsac-max-autotune",
+                   "funcsac-reduce-overhead"]
+FUNCSAC_MODES = {"eager": None, "compiled": "default", "max-autotune": "max-autotune-no-cudagraphs",
+                 "reduce-overhead": "reduce-overhead"}
 
-def _stepper(fn, state, batch):
-    box = [state]
+
+def _funcsac_step(cfg, batch, variant):
+    box = [funcsac.init_state(cfg, seed=0)]
+    mode = FUNCSAC_MODES[variant]
+    fn = funcsac.update if mode is None else funcsac.compile_update(mode=mode)
 
     def step():
         box[0], metrics = fn(box[0], batch)
@@ -21,20 +37,55 @@ def _stepper(fn, state, batch):
     return step
 
 
-@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def _module_step(impl, cfg, batch):
+    torch.manual_seed(0)
+    sizes = (cfg.obs_dim, cfg.act_dim, cfg.hidden_sizes, cfg.num_critics, cfg.num_target_critics)
+    if impl.startswith("torchrl"):
+        torchrl_sac = pytest.importorskip("torchrl_sac", exc_type=ImportError)
+        sac = torchrl_sac.TorchRLSAC(*sizes, device=cfg.device)
+        args = (torchrl_sac.tensordict_batch(*batch),)
+    else:
+        sac, args = ImperativeSAC(*sizes, device=cfg.device), tuple(batch)
+    fn = torch.compile(sac.update) if impl.endswith("compiled") else sac.update
+    return lambda: fn(*args)
+
+
+def make_step(impl, workload, device):
+    """A no-argument function running one update of ``impl`` on ``workload`` (a fresh agent)."""
+    cfg = workload_config(workload, device=str(device))
+    batch = random_batch(cfg)
+    family, variant = impl.split("-", 1)
+    if family == "funcsac":
+        return _funcsac_step(cfg, batch, variant)
+    return _module_step(impl, cfg, batch)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 @pytest.mark.parametrize("workload", list(WORKLOADS))
-def test_update(benchmark, workload, mode):
-    cfg = workload_config(workload)
-    state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg)
-    fn = funcsac.update
-    if mode == "compiled":
+def test_update(benchmark, workload, impl, device):
+    if impl.endswith("reduce-overhead") and device.type != "cuda":
+        pytest.skip("CUDA graphs need a CUDA device")
+    torch._dynamo.reset()
+    step = make_step(impl, workload, device)
+    info = benchmark.extra_info
+    info.update(workload=workload, impl=impl, device=str(device))
+    info["first_call_s"] = first_call_s(step, device)
+    if impl == "funcsac-compiled":  # a new process would find the compiled code in the cache
         torch._dynamo.reset()
-        fn = torch.compile(funcsac.update, fullgraph=True)
-        start = time.perf_counter()
-        state, _ = fn(state, batch)
-        benchmark.extra_info["compile_s"] = time.perf_counter() - start
-    step = _stepper(fn, state, batch)
+        info["warm_compile_s"] = first_call_s(make_step(impl, workload, device), device)
     for _ in range(10):
         step()
+    info["peak_mib"] = peak_step_mib(step, device)
+    info["flops"] = count_flops(make_step(impl.split("-")[0] + "-eager", workload, device))
     benchmark.group = workload
-    benchmark.pedantic(step, rounds=200, iterations=1, warmup_rounds=5)
+    benchmark.pedantic(synced(step, device), rounds=100, iterations=1, warmup_rounds=3)
+
+
+def test_matmul_peak(benchmark, device):
+    """The machine's fp32 matmul throughput: the best of three square sizes."""
+    best = max((matmul_gflops(device, n), n) for n in (256, 512, 1024))
+    benchmark.extra_info.update(workload="machine", gflops=best[0], size=best[1],
+                                device=str(device))
+    a = torch.randn(best[1], best[1], device=device)
+    benchmark.group = "machine"
+    benchmark.pedantic(torch.mm, args=(a, a), rounds=20, iterations=1, warmup_rounds=3)

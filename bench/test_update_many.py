@@ -1,14 +1,14 @@
 """Several gradient steps per call: ``update_many`` (a scan) against unrolled updates.
 
 Run with a fresh compile cache to see cold compile times, e.g.
-``TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) pytest bench/test_update_many.py --benchmark-only``.
+``TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) pytest bench/test_update_many.py --benchmark-only``
+(add ``--slow-compiles`` for the unrolled variant, whose compile takes minutes).
 ``extra_info`` holds the first call's time (compile included) and the time per gradient step."""
-import time
-
 import pytest
 import torch
 
 import funcsac
+from measure import first_call_s, synced
 from workloads import random_batch, workload_config
 
 
@@ -19,8 +19,10 @@ def _unrolled(state, batches):
 
 
 @pytest.mark.parametrize("variant,utd", [("update", 1), ("scan", 5), ("scan", 20), ("unrolled", 5)])
-def test_compile_and_step_time(benchmark, variant, utd):
-    cfg = workload_config("small")
+def test_compile_and_step_time(benchmark, variant, utd, device, request):
+    if variant == "unrolled" and not request.config.getoption("--slow-compiles"):
+        pytest.skip("the unrolled UTD compile takes minutes: pass --slow-compiles")
+    cfg = workload_config("small", device=str(device))
     state = funcsac.init_state(cfg, seed=0)
     batch = random_batch(cfg, batch_size=256 * utd)
     if variant == "update":
@@ -30,13 +32,14 @@ def test_compile_and_step_time(benchmark, variant, utd):
         fn = funcsac.update_many if variant == "scan" else _unrolled
     torch._dynamo.reset()
     compiled = torch.compile(fn, fullgraph=True)
-    start = time.perf_counter()
-    box = [compiled(state, batch)[0]]
-    benchmark.extra_info["first_call_s"] = time.perf_counter() - start
+    box = [state]
 
     def step():
         box[0], _ = compiled(box[0], batch)
 
+    benchmark.extra_info.update(workload="update_many", variant=variant, utd=utd,
+                                first_call_s=first_call_s(step, device))
     benchmark.group = "update_many"
-    benchmark.pedantic(step, rounds=max(200 // utd, 10), iterations=1, warmup_rounds=2)
+    benchmark.pedantic(synced(step, device), rounds=max(200 // utd, 10), iterations=1,
+                       warmup_rounds=2)
     benchmark.extra_info["ms_per_gradient_step"] = 1e3 * benchmark.stats.stats.median / utd

@@ -19,10 +19,12 @@ def workload_config(name: str, **overrides) -> funcsac.SACConfig:
 
 
 def random_batch(cfg: funcsac.SACConfig, batch_size: int = BATCH_SIZE, seed: int = 0):
+    """A batch of standard normal observations and rewards and uniform actions on ``cfg.device``."""
     g = torch.Generator().manual_seed(seed)
-    return funcsac.Batch(
+    batch = funcsac.Batch(
         obs=torch.randn(batch_size, cfg.obs_dim, generator=g),
         action=torch.rand(batch_size, cfg.act_dim, generator=g) * 2 - 1,
         reward=torch.randn(batch_size, generator=g),
         next_obs=torch.randn(batch_size, cfg.obs_dim, generator=g),
         terminated=torch.zeros(batch_size))
+    return funcsac.Batch(*(x.to(cfg.device) for x in batch))

@@ -1,0 +1,96 @@
+"""The SAC losses alone, at the sizes of TorchRL's own ``test_sac_speed`` benchmark (obs 8, act 4,
+batch 128, tanh MLPs of 128 cells, 2 critics), forward and forward+backward, no optimizer step.
+
+TorchRL's networks share a trunk (8 -> 128 -> 128 -> 128 -> 64) between the actor head
+(64 -> 128 -> 128 -> 8) and the Q head (64 + 4 -> 128 -> 128 -> 1), as in its benchmark. funcsac's
+actor and critics each have their own copy of that depth (8 or 12 -> 128 x3 -> 64 -> 128 x2 -> out),
+which costs about the same matmul work. ``pytest bench/test_torchrl_loss.py --benchmark-only``.
+"""
+import pytest
+import torch
+from torch import nn
+
+import funcsac
+from funcsac import keys
+from measure import count_flops, first_call_s, synced
+from workloads import random_batch
+
+OBS, ACT, BATCH, CELLS = 8, 4, 128, 128
+HIDDEN = (CELLS, CELLS, CELLS, 64, CELLS, CELLS)
+
+
+def tanh_actor(obs_dim, act_dim, hidden):
+    return funcsac.mlp(obs_dim, 2 * act_dim, hidden, activation=nn.Tanh)
+
+
+def tanh_critic(obs_dim, act_dim, hidden):
+    return funcsac.mlp(obs_dim + act_dim, 1, hidden, activation=nn.Tanh)
+
+
+def losses(state, batch):
+    """TorchRL ``SACLoss``'s three losses, from funcsac's pure functions: ``(critic, actor, alpha)``."""
+    k_target, k_critic, k_actor = keys.split(state.key, 3)
+    target_q = funcsac.td_target(state, batch, k_target)
+    critic, _ = funcsac.critic_loss(state.critic, state.static, batch.obs, batch.action, target_q,
+                                    k_critic)
+    actor, log_prob = funcsac.actor_loss(state.actor, state.critic, state.static, batch.obs,
+                                         torch.exp(state.log_alpha), k_actor)
+    alpha, _ = funcsac.temperature_loss(state.log_alpha, log_prob.detach(),
+                                        state.hparams.target_entropy)
+    return critic, actor, alpha
+
+
+def gradients(state, batch):
+    """The gradients of the three losses with respect to what each trains."""
+    k_target, k_critic, k_actor = keys.split(state.key, 3)
+    target_q = funcsac.td_target(state, batch, k_target)
+    critic = torch.func.grad(funcsac.critic_loss, has_aux=True)(
+        state.critic, state.static, batch.obs, batch.action, target_q, k_critic)[0]
+    actor, log_prob = torch.func.grad(funcsac.actor_loss, has_aux=True)(
+        state.actor, state.critic, state.static, batch.obs, torch.exp(state.log_alpha), k_actor)
+    alpha = torch.func.grad(funcsac.temperature_loss, has_aux=True)(
+        state.log_alpha, log_prob.detach(), state.hparams.target_entropy)[0]
+    return critic, actor, alpha
+
+
+def _funcsac_step(compiled, backward, device):
+    cfg = funcsac.SACConfig(obs_dim=OBS, act_dim=ACT, hidden_sizes=HIDDEN, device=str(device),
+                            actor_factory=tanh_actor, critic_factory=tanh_critic)
+    state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg, BATCH)
+    fn = gradients if backward else losses
+    if compiled:
+        fn = torch.compile(fn, fullgraph=True)
+    return lambda: fn(state, batch)
+
+
+def _torchrl_step(compiled, backward, device):
+    torchrl_sac = pytest.importorskip("torchrl_sac", exc_type=ImportError)
+    torch.manual_seed(0)
+    loss = torchrl_sac.sac_speed_loss(OBS, ACT, CELLS).to(device)
+    cfg = funcsac.SACConfig(obs_dim=OBS, act_dim=ACT, device=str(device))
+    td = torchrl_sac.tensordict_batch(*random_batch(cfg, BATCH))
+    fn = torch.compile(loss) if compiled else loss
+
+    def forward_backward():
+        loss.zero_grad()
+        out = fn(td)
+        (out["loss_qvalue"] + out["loss_actor"] + out["loss_alpha"]).backward()
+
+    return forward_backward if backward else lambda: fn(td)
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "forward+backward"])
+@pytest.mark.parametrize("impl", ["torchrl-eager", "torchrl-compiled", "funcsac-eager",
+                                  "funcsac-compiled"])
+def test_losses(benchmark, impl, backward, device):
+    torch._dynamo.reset()
+    family, mode = impl.split("-")
+    make = _funcsac_step if family == "funcsac" else _torchrl_step
+    step = make(mode == "compiled", backward, device)
+    info = benchmark.extra_info
+    info.update(workload="torchrl-loss", impl=impl, device=str(device),
+                passes="forward+backward" if backward else "forward")
+    info["first_call_s"] = first_call_s(step, device)
+    info["flops"] = count_flops(make(False, backward, device))
+    benchmark.group = f"torchrl-loss {info['passes']}"
+    benchmark.pedantic(synced(step, device), rounds=100, iterations=1, warmup_rounds=5)
