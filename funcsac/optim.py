@@ -7,6 +7,7 @@ slow CPU arithmetic tenfold.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional, Tuple
 
 import torch
@@ -34,6 +35,10 @@ def global_norm(tree: Params) -> torch.Tensor:
     return torch.sqrt(sum(g.square().sum() for g in tree.values()))
 
 
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else -math.inf
+
+
 def _flush(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x.abs() < torch.finfo(x.dtype).tiny, torch.zeros_like(x), x)
 
@@ -56,8 +61,10 @@ def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tenso
     if weight_decay and not decoupled:
         grads = {k: g + weight_decay * params[k] for k, g in grads.items()}
     count = state.count + 1
-    step_size = lr / (1 - b1 ** count)
-    root_bc2 = torch.sqrt(1 - b2 ** count)
+    # b ** count written as exp(count * log b): inductor computes a reused exp once, where it
+    # would recompute a pow in every vectorised iteration of every parameter's update loop
+    step_size = lr / (1 - torch.exp(count * _log(b1)))
+    root_bc2 = torch.sqrt(1 - torch.exp(count * _log(b2)))
     mu, nu, new = {}, {}, {}
     for k, p in params.items():
         g = grads[k]
