@@ -6,6 +6,7 @@ import tempfile
 import time
 
 import torch
+from torch._inductor.utils import fresh_cache
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
@@ -34,6 +35,14 @@ def first_call_s(step, device: torch.device) -> float:
     step()
     synchronize(device)
     return time.perf_counter() - start
+
+
+def cold_first_call_s(step, device: torch.device, then=None):
+    """``first_call_s`` with every compile cache empty, on disk and in memory (a cold compile);
+    ``then()``, if given, runs while that new cache still exists and its result is returned too."""
+    with fresh_cache():
+        seconds = first_call_s(step, device)
+        return seconds, then() if then else None
 
 
 def peak_step_mib(step, device: torch.device) -> float:

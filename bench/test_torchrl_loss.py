@@ -12,7 +12,7 @@ from torch import nn
 
 import funcsac
 from funcsac import keys
-from measure import count_flops, first_call_s, synced
+from measure import cold_first_call_s, count_flops, synced
 from workloads import random_batch
 
 OBS, ACT, BATCH, CELLS = 8, 4, 128, 128
@@ -90,7 +90,7 @@ def test_losses(benchmark, impl, backward, device):
     info = benchmark.extra_info
     info.update(workload="torchrl-loss", impl=impl, device=str(device),
                 passes="forward+backward" if backward else "forward")
-    info["first_call_s"] = first_call_s(step, device)
+    info["first_call_s"] = cold_first_call_s(step, device)[0]
     info["flops"] = count_flops(make(False, backward, device))
     benchmark.group = f"torchrl-loss {info['passes']}"
     benchmark.pedantic(synced(step, device), rounds=100, iterations=1, warmup_rounds=5)

@@ -1,21 +1,24 @@
 """One SAC update (critic, actor and temperature steps, polyak average, Adam) per implementation
 and workload, side by side in one run:
 
-    TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) pytest bench/test_update.py --benchmark-only \
-        --benchmark-json bench/results.json
+    pytest bench/test_update.py --benchmark-only --benchmark-json bench/results.json
 
 Implementations: funcsac eager and compiled (default, ``max-autotune-no-cudagraphs``, and on CUDA
 ``reduce-overhead``), the CleanRL-style imperative update (``imperative_sac.py``) eager and
 compiled, and TorchRL's ``SACLoss`` + Adam + ``SoftUpdate`` (``torchrl_sac.py``, when the ``bench``
-extra is installed) eager and compiled. ``extra_info`` holds the first call's time (the cold
-compile), the peak memory of one update and its matmul FLOPs.
+extra is installed) eager and compiled. All implementations of a workload are built and compiled
+first, then timed back to back, so that the machine's drift over minutes does not enter their
+ratios. ``extra_info`` holds the first call's time with empty compile caches (the cold compile),
+for funcsac compiled the warm compile of a new process, the peak memory of one update and its
+matmul FLOPs.
 """
 import pytest
 import torch
 
 import funcsac
 from imperative_sac import ImperativeSAC
-from measure import count_flops, first_call_s, matmul_gflops, peak_step_mib, synced
+from measure import cold_first_call_s, count_flops, matmul_gflops, peak_step_mib, synced
+from warm_compile import warm_compile_s
 from workloads import WORKLOADS, random_batch, workload_config
 
 IMPLEMENTATIONS = ["imperative-eager", "imperative-compiled", "torchrl-eager", "torchrl-compiled",
@@ -60,23 +63,41 @@ def make_step(impl, workload, device):
     return _module_step(impl, cfg, batch)
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-@pytest.mark.parametrize("workload", list(WORKLOADS))
-def test_update(benchmark, workload, impl, device):
-    if impl.endswith("reduce-overhead") and device.type != "cuda":
-        pytest.skip("CUDA graphs need a CUDA device")
-    torch._dynamo.reset()
+def prepare(impl, workload, device):
+    """``(step, extra_info)``: ``impl`` built, compiled from empty caches and warmed up."""
     step = make_step(impl, workload, device)
-    info = benchmark.extra_info
-    info.update(workload=workload, impl=impl, device=str(device))
-    info["first_call_s"] = first_call_s(step, device)
-    if impl == "funcsac-compiled":  # a new process would find the compiled code in the cache
-        torch._dynamo.reset()
-        info["warm_compile_s"] = first_call_s(make_step(impl, workload, device), device)
+    warm = (lambda: warm_compile_s(workload, device)) if impl == "funcsac-compiled" else None
+    info = {"workload": workload, "impl": impl, "device": str(device)}
+    info["first_call_s"], info["warm_compile_s"] = cold_first_call_s(step, device, warm)
     for _ in range(10):
         step()
     info["peak_mib"] = peak_step_mib(step, device)
     info["flops"] = count_flops(make_step(impl.split("-")[0] + "-eager", workload, device))
+    return step, info
+
+
+@pytest.fixture(scope="module", params=list(WORKLOADS))
+def prepared(request, device):
+    """Every implementation of one workload, prepared before any of them is timed."""
+    steps = {}
+    for impl in IMPLEMENTATIONS:
+        if impl.endswith("reduce-overhead") and device.type != "cuda":
+            steps[impl] = "CUDA graphs need a CUDA device"
+            continue
+        try:
+            steps[impl] = prepare(impl, request.param, device)
+        except pytest.skip.Exception as skipped:
+            steps[impl] = str(skipped)
+    return request.param, steps
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_update(benchmark, prepared, impl, device):
+    workload, steps = prepared
+    if isinstance(steps[impl], str):
+        pytest.skip(steps[impl])
+    step, info = steps[impl]
+    benchmark.extra_info.update(info)
     benchmark.group = workload
     benchmark.pedantic(synced(step, device), rounds=100, iterations=1, warmup_rounds=3)
 

@@ -34,16 +34,19 @@ def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
 def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     """``r + gamma * (1 - terminated) * (min_M Q_target(s', a') - alpha * log pi(a'|s'))`` [B].
 
-    The min runs over a random subset of ``num_target_critics`` (REDQ's M) of the N target critics.
+    The min runs over a random subset of ``num_target_critics`` (REDQ's M) of the N target critics;
+    only those M are evaluated.
     """
     cfg, static = state.config, state.static
     k_action, k_subset, k_dropout = keys.split(key, 3)
     mean, log_std = apply_actor(static.actor, state.actor, batch.next_obs,
                                 cfg.log_std_min, cfg.log_std_max)
     next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, k_action)
-    q = apply_critics(static.critic, state.target_critic, batch.next_obs, next_action, k_dropout)
+    target = state.target_critic
     if cfg.num_target_critics < cfg.num_critics:
-        q = q[keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)]
+        subset = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)
+        target = {k: v[subset] for k, v in target.items()}
+    q = apply_critics(static.critic, target, batch.next_obs, next_action, k_dropout)
     soft_value = q.min(0).values - torch.exp(state.log_alpha) * next_log_prob
     not_done = 1.0 - batch.terminated.to(soft_value.dtype)
     return batch.reward + state.hparams.gamma * not_done * soft_value
