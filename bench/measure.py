@@ -37,12 +37,10 @@ def first_call_s(step, device: torch.device) -> float:
     return time.perf_counter() - start
 
 
-def cold_first_call_s(step, device: torch.device, then=None):
-    """``first_call_s`` with every compile cache empty, on disk and in memory (a cold compile);
-    ``then()``, if given, runs while that new cache still exists and its result is returned too."""
+def cold_first_call_s(step, device: torch.device) -> float:
+    """``first_call_s`` with every compile cache empty, on disk and in memory (a cold compile)."""
     with fresh_cache():
-        seconds = first_call_s(step, device)
-        return seconds, then() if then else None
+        return first_call_s(step, device)
 
 
 def peak_step_mib(step, device: torch.device) -> float:

@@ -3,6 +3,9 @@
     pytest bench/ --benchmark-only --benchmark-json bench/results.json
     python bench/summarize.py bench/results.json --out bench/RESULTS.md --chart bench/results.png
 
+Several files may be given (e.g. a rerun of one module): a later file's benchmark replaces an
+earlier one of the same name.
+
 Ratios compare medians from the same run. Targets (funcsac compiled against the imperative eager
 update) are checked at the end.
 """
@@ -17,17 +20,18 @@ IMPL_ORDER = ("imperative-eager", "imperative-compiled", "torchrl-eager", "torch
 
 
 def load(paths):
-    """``(rows, machine)``: one dict per benchmark (median seconds plus its extra_info)."""
-    rows, machine = [], {}
-    for path in paths:
+    """``(rows, machine)``: one dict per benchmark (median seconds plus its extra_info); the
+    machine and date are those of the last file."""
+    rows, machine = {}, {}
+    for path in paths:  # a later file's benchmark replaces an earlier one of the same name
         with open(path) as f:
             data = json.load(f)
         machine = {"cpu": data["machine_info"].get("cpu", {}).get("brand_raw", "?"),
                    "cores": data["machine_info"].get("cpu", {}).get("count", "?"),
                    "date": data.get("datetime", "?")}
         for b in data["benchmarks"]:
-            rows.append({"name": b["name"], "median": b["stats"]["median"], **b["extra_info"]})
-    return rows, machine
+            rows[b["name"]] = {"name": b["name"], "median": b["stats"]["median"], **b["extra_info"]}
+    return list(rows.values()), machine
 
 
 def _fmt(x, spec=".2f", missing="-"):

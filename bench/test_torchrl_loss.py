@@ -90,7 +90,7 @@ def test_losses(benchmark, impl, backward, device):
     info = benchmark.extra_info
     info.update(workload="torchrl-loss", impl=impl, device=str(device),
                 passes="forward+backward" if backward else "forward")
-    info["first_call_s"] = cold_first_call_s(step, device)[0]
+    info["first_call_s"] = cold_first_call_s(step, device)
     info["flops"] = count_flops(make(False, backward, device))
     benchmark.group = f"torchrl-loss {info['passes']}"
     benchmark.pedantic(synced(step, device), rounds=100, iterations=1, warmup_rounds=5)

@@ -9,16 +9,16 @@ compiled, and TorchRL's ``SACLoss`` + Adam + ``SoftUpdate`` (``torchrl_sac.py``,
 extra is installed) eager and compiled. All implementations of a workload are built and compiled
 first, then timed back to back, so that the machine's drift over minutes does not enter their
 ratios. ``extra_info`` holds the first call's time with empty compile caches (the cold compile),
-for funcsac compiled the warm compile of a new process, the peak memory of one update and its
-matmul FLOPs.
+for funcsac compiled the cold and warm compiles of new processes (``compile_time.py``), the peak
+memory of one update and its matmul FLOPs.
 """
 import pytest
 import torch
 
 import funcsac
+from compile_time import new_process_compile_s
 from imperative_sac import ImperativeSAC
 from measure import cold_first_call_s, count_flops, matmul_gflops, peak_step_mib, synced
-from warm_compile import warm_compile_s
 from workloads import WORKLOADS, random_batch, workload_config
 
 IMPLEMENTATIONS = ["imperative-eager", "imperative-compiled", "torchrl-eager", "torchrl-compiled",
@@ -66,9 +66,10 @@ def make_step(impl, workload, device):
 def prepare(impl, workload, device):
     """``(step, extra_info)``: ``impl`` built, compiled from empty caches and warmed up."""
     step = make_step(impl, workload, device)
-    warm = (lambda: warm_compile_s(workload, device)) if impl == "funcsac-compiled" else None
-    info = {"workload": workload, "impl": impl, "device": str(device)}
-    info["first_call_s"], info["warm_compile_s"] = cold_first_call_s(step, device, warm)
+    info = {"workload": workload, "impl": impl, "device": str(device),
+            "first_call_s": cold_first_call_s(step, device)}
+    if impl == "funcsac-compiled":
+        info["new_process_cold_s"], info["warm_compile_s"] = new_process_compile_s(workload, device)
     for _ in range(10):
         step()
     info["peak_mib"] = peak_step_mib(step, device)

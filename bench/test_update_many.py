@@ -38,7 +38,7 @@ def test_compile_and_step_time(benchmark, variant, utd, device, request):
         box[0], _ = compiled(box[0], batch)
 
     benchmark.extra_info.update(workload="update_many", variant=variant, utd=utd,
-                                first_call_s=cold_first_call_s(step, device)[0])
+                                first_call_s=cold_first_call_s(step, device))
     benchmark.group = "update_many"
     benchmark.pedantic(synced(step, device), rounds=max(200 // utd, 10), iterations=1,
                        warmup_rounds=2)
