@@ -132,8 +132,9 @@ def targets_table(by, seed_ratios):
         checks.append((f"{w}: funcsac eager time vs imperative eager", "<= 1.5",
                        ratio(w, "funcsac-eager", "imperative-eager"), lambda x: x <= 1.5))
         r = by.get((w, "funcsac-compiled"))
-        checks.append((f"{w}: cold compile s", "< 10", r and r["first_call_s"], lambda x: x < 10))
-        checks.append((f"{w}: warm compile s", "< 2", r and r.get("warm_compile_s"),
+        cold = r and r.get("new_process_cold_s", r["first_call_s"])
+        checks.append((f"{w}: cold compile s (new process)", "< 10", cold, lambda x: x < 10))
+        checks.append((f"{w}: warm compile s (new process)", "< 2", r and r.get("warm_compile_s"),
                        lambda x: x < 2))
     lines = [[name, target, _fmt(value), "-" if value is None else ("met" if ok(value) else "missed")]
              for name, target, value, ok in checks]

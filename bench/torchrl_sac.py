@@ -3,9 +3,11 @@ subset) over tensordict modules, one Adam per part, one backward of the summed l
 ``SoftUpdate`` of the target critics."""
 import torch
 from tensordict import TensorDict
-from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tensordict.nn import (NormalParamExtractor, ProbabilisticTensorDictModule,
+                           ProbabilisticTensorDictSequential, TensorDictModule,
+                           TensorDictSequential)
 from torch import nn
-from torchrl.data import Bounded
+from torchrl.data import Bounded, Unbounded
 from torchrl.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
 from torchrl.objectives import REDQLoss, SACLoss, SoftUpdate
 
@@ -26,6 +28,7 @@ def make_actor_critic(obs_dim, act_dim, hidden, activation=nn.ReLU):
 
 def make_loss(obs_dim, act_dim, hidden, num_critics=2, num_target_critics=2,
               activation=nn.ReLU, gamma=0.99):
+    """``SACLoss`` (``REDQLoss`` when the target min runs over a random subset of the critics)."""
     actor, qvalue, spec = make_actor_critic(obs_dim, act_dim, hidden, activation)
     if num_target_critics < num_critics:
         loss = REDQLoss(actor, qvalue, num_qvalue_nets=num_critics,
@@ -73,10 +76,6 @@ class TorchRLSAC:
 def sac_speed_loss(obs_dim=8, act_dim=4, cells=128, hidden=64):
     """``SACLoss`` over the networks of TorchRL's ``test_sac_speed`` benchmark: a tanh trunk
     (depth 3) shared by the actor head and the Q head (depth 2 each)."""
-    from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential
-    from tensordict.nn import TensorDictSequential
-    from torchrl.data import Unbounded
-
     common = TensorDictModule(MLP(num_cells=cells, in_features=obs_dim, depth=3,
                                   out_features=hidden), in_keys=["observation"],
                               out_keys=["hidden"])

@@ -39,6 +39,7 @@ def test_summary_tables_ratios_and_targets(tmp_path):
     assert "| funcsac-compiled | 4.00 | 250 | 2.50 | 1.00 | 40.0 | 2.0 | 582 | 146 | 73 |" in text
     assert "| 10 critics cost vs 2 (funcsac compiled, redq / mujoco) | <= 4 | 5.00 | missed |" in text
     assert "| seeds: 8 vmapped vs 8 sequential throughput (compiled) | >= 3 | 4.00 | met |" in text
-    assert "| mujoco: warm compile s | < 2 | 1.50 | met |" in text
+    assert "| mujoco: warm compile s (new process) | < 2 | 1.50 | met |" in text
+    assert "| redq: cold compile s (new process) | < 10 | 50.00 | missed |" in text
     assert "| 50000 | 1.000 | 1.050 | 1.05 | 500 | 501 |" in text
     assert chart.stat().st_size > 0
