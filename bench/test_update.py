@@ -5,10 +5,10 @@ and workload, side by side in one run:
 
 Implementations: funcsac eager and compiled (default, ``max-autotune-no-cudagraphs``, and on CUDA
 ``reduce-overhead``), the CleanRL-style imperative update (``imperative_sac.py``) eager and
-compiled, and TorchRL's ``SACLoss`` + Adam + ``SoftUpdate`` (``torchrl_sac.py``, when the ``bench``
-extra is installed) eager and compiled. ``extra_info`` holds the first call's time with empty compile caches (the cold compile),
-for funcsac compiled the cold and warm compiles of new processes (``compile_time.py``), the peak
-memory of one update and its matmul FLOPs.
+compiled, and TorchRL's ``SACLoss`` + Adam + ``SoftUpdate`` (``torchrl_sac.py``, when the
+``bench`` extra is installed) eager and compiled. ``extra_info`` holds the first call's time with
+empty compile caches (the cold compile), for funcsac compiled the cold and warm compiles of new
+processes (``compile_time.py``), the peak memory of one update and its matmul FLOPs.
 """
 import pytest
 import torch
