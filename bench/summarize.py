@@ -21,14 +21,14 @@ IMPL_ORDER = ("imperative-eager", "imperative-compiled", "torchrl-eager", "torch
 
 def load(paths):
     """``(rows, machine)``: one dict per benchmark (median seconds plus its extra_info); the
-    machine and date are those of the last file."""
+    machine is that of the last file, with the dates of all runs."""
     rows, machine = {}, {}
     for path in paths:  # a later file's benchmark replaces an earlier one of the same name
         with open(path) as f:
             data = json.load(f)
         machine = {"cpu": data["machine_info"].get("cpu", {}).get("brand_raw", "?"),
                    "cores": data["machine_info"].get("cpu", {}).get("count", "?"),
-                   "date": data.get("datetime", "?")}
+                   "dates": [*machine.get("dates", []), data.get("datetime", "?")]}
         for b in data["benchmarks"]:
             rows[b["name"]] = {"name": b["name"], "median": b["stats"]["median"], **b["extra_info"]}
     return list(rows.values()), machine
@@ -179,8 +179,9 @@ def main(argv=None):
     seeds, seed_ratios = seeds_table(rows)
     sections = [
         "# Benchmark results",
-        f"{machine.get('cpu')}, {machine.get('cores')} cores, run of {machine.get('date')}. "
-        f"Medians of one run; fp32 matmul peak measured in the same run: {_fmt(peak, '.0f')} GFLOP/s.",
+        f"{machine.get('cpu')}, {machine.get('cores')} cores; runs of "
+        f"{', '.join(machine.get('dates', []))}. Medians; each table's figures come from one run. "
+        f"fp32 matmul peak measured with the update table: {_fmt(peak, '.0f')} GFLOP/s.",
         "## Targets", targets_table(by, seed_ratios),
         "## One update (critic + actor + temperature steps, polyak, Adam)", updates,
         "## TorchRL test_sac_speed sizes: the losses alone", losses_table(rows),
