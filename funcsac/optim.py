@@ -11,6 +11,7 @@ import math
 from typing import NamedTuple, Optional, Tuple
 
 import torch
+import torch.nn.functional as F
 
 from .networks import Params
 
@@ -40,7 +41,8 @@ def _log(x: float) -> float:
 
 
 def _flush(x: torch.Tensor) -> torch.Tensor:
-    return torch.where(x.abs() < torch.finfo(x.dtype).tiny, torch.zeros_like(x), x)
+    """``x`` with entries below the smallest normal float in magnitude set to zero."""
+    return F.hardshrink(x, torch.finfo(x.dtype).tiny)
 
 
 def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tensor, *,
@@ -68,8 +70,8 @@ def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tenso
     mu, nu, new = {}, {}, {}
     for k, p in params.items():
         g = grads[k]
-        mu[k] = _flush(b1 * state.mu[k] + (1 - b1) * g)
-        nu[k] = _flush(b2 * state.nu[k] + (1 - b2) * g * g)
+        mu[k] = _flush(torch.lerp(state.mu[k], g, 1 - b1))
+        nu[k] = _flush(torch.lerp(state.nu[k], g * g, 1 - b2))
         if weight_decay and decoupled:
             p = p * (1 - lr * weight_decay)
         new[k] = p - step_size * mu[k] / (torch.sqrt(nu[k]) / root_bc2 + eps)
