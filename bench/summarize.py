@@ -16,7 +16,8 @@ from collections import defaultdict
 UPDATE_WORKLOADS = ("mujoco", "small", "redq")
 SPEEDUP_TARGETS = {"mujoco": 2.8, "small": 5.0, "redq": 3.3}
 IMPL_ORDER = ("imperative-eager", "imperative-compiled", "torchrl-eager", "torchrl-compiled",
-              "funcsac-eager", "funcsac-compiled", "funcsac-max-autotune", "funcsac-reduce-overhead")
+              "funcsac-eager", "funcsac-compiled", "funcsac-max-autotune",
+              "funcsac-reduce-overhead")
 
 
 def load(paths):
@@ -136,7 +137,8 @@ def targets_table(by, seed_ratios):
         checks.append((f"{w}: cold compile s (new process)", "< 10", cold, lambda x: x < 10))
         checks.append((f"{w}: warm compile s (new process)", "< 2", r and r.get("warm_compile_s"),
                        lambda x: x < 2))
-    lines = [[name, target, _fmt(value), "-" if value is None else ("met" if ok(value) else "missed")]
+    lines = [[name, target, _fmt(value),
+              "-" if value is None else ("met" if ok(value) else "missed")]
              for name, target, value, ok in checks]
     return _table(["target", "goal", "measured", ""], lines)
 

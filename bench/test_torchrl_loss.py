@@ -28,7 +28,8 @@ def tanh_critic(obs_dim, act_dim, hidden):
 
 
 def losses(state, batch):
-    """TorchRL ``SACLoss``'s three losses, from funcsac's pure functions: ``(critic, actor, alpha)``."""
+    """TorchRL ``SACLoss``'s three losses from funcsac's pure functions:
+    ``(critic, actor, alpha)``."""
     k_target, k_critic, k_actor = keys.split(state.key, 3)
     target_q = funcsac.td_target(state, batch, k_target)
     critic, _ = funcsac.critic_loss(state.critic, state.static, batch.obs, batch.action, target_q,

@@ -57,9 +57,10 @@ class TorchRLSAC:
                  tau=0.005, device="cpu"):
         self.loss = make_loss(obs_dim, act_dim, hidden, num_critics, num_target_critics).to(device)
         self.updater = SoftUpdate(self.loss, tau=tau)
+        critic = list(self.loss.qvalue_network_params.flatten_keys().values())
+        actor = list(self.loss.actor_network_params.flatten_keys().values())
         self.optimizers = [
-            torch.optim.Adam(list(self.loss.qvalue_network_params.flatten_keys().values()), lr=1e-3),
-            torch.optim.Adam(list(self.loss.actor_network_params.flatten_keys().values()), lr=3e-4),
+            torch.optim.Adam(critic, lr=1e-3), torch.optim.Adam(actor, lr=3e-4),
             torch.optim.Adam([self.loss.log_alpha], lr=1e-3)]
 
     def update(self, td: TensorDict):

@@ -35,9 +35,11 @@ def test_summary_tables_ratios_and_targets(tmp_path):
     summarize.main([str(path), "--out", str(out), "--chart", str(chart)])
     text = out.read_text()
     # mujoco: 10 ms / 4 ms = 2.5x speedup, below the 2.8x target; 582 MFLOP / 4 ms = 146 GFLOP/s
-    assert "| mujoco: funcsac compiled speedup vs imperative eager | >= 2.8 | 2.50 | missed |" in text
+    assert ("| mujoco: funcsac compiled speedup vs imperative eager | >= 2.8 | 2.50 | missed |"
+            in text)
     assert "| funcsac-compiled | 4.00 | 250 | 2.50 | 1.00 | 40.0 | 2.0 | 582 | 146 | 73 |" in text
-    assert "| 10 critics cost vs 2 (funcsac compiled, redq / mujoco) | <= 4 | 5.00 | missed |" in text
+    assert ("| 10 critics cost vs 2 (funcsac compiled, redq / mujoco) | <= 4 | 5.00 | missed |"
+            in text)
     assert "| seeds: 8 vmapped vs 8 sequential throughput (compiled) | >= 3 | 4.00 | met |" in text
     assert "| mujoco: warm compile s (new process) | < 2 | 1.50 | met |" in text
     assert "| redq: cold compile s (new process) | < 10 | 50.00 | missed |" in text
