@@ -24,10 +24,10 @@ if __name__ == "__main__":
     import torch
 
     import funcsac
-    from measure import first_call_s
+    from measure import call_s
     from workloads import random_batch, workload_config
 
     cfg = workload_config(sys.argv[1], device=sys.argv[2])
     state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg)
     update = torch.compile(funcsac.update, fullgraph=True)
-    print(first_call_s(lambda: update(state, batch), torch.device(sys.argv[2])))
+    print(call_s(lambda: update(state, batch), torch.device(sys.argv[2])))

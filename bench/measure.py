@@ -2,6 +2,7 @@
 allocates, the matmul FLOPs of one step and the machine's fp32 matmul throughput."""
 import json
 import os
+import statistics
 import tempfile
 import time
 
@@ -29,8 +30,8 @@ def synced(step, device: torch.device):
     return run
 
 
-def first_call_s(step, device: torch.device) -> float:
-    """Seconds of one call of ``step`` (a cold compile when it is the first)."""
+def call_s(step, device: torch.device) -> float:
+    """Seconds of one call of ``step``, device work included (a compile when it is the first)."""
     start = time.perf_counter()
     step()
     synchronize(device)
@@ -38,9 +39,9 @@ def first_call_s(step, device: torch.device) -> float:
 
 
 def cold_first_call_s(step, device: torch.device) -> float:
-    """``first_call_s`` with every compile cache empty, on disk and in memory (a cold compile)."""
+    """``call_s`` of a first call with every compile cache empty, on disk and in memory."""
     with fresh_cache():
-        return first_call_s(step, device)
+        return call_s(step, device)
 
 
 def peak_step_mib(step, device: torch.device) -> float:
@@ -90,12 +91,5 @@ def count_flops(step) -> int:
 def matmul_gflops(device: torch.device, size: int, repeats: int = 20) -> float:
     """fp32 GFLOP/s of ``size x size @ size x size`` (median of ``repeats``)."""
     a, b = (torch.randn(size, size, device=device) for _ in range(2))
-    times = []
-    for _ in range(repeats + 3):
-        synchronize(device)
-        start = time.perf_counter()
-        torch.mm(a, b)
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-    times = sorted(times[3:])
-    return 2 * size**3 / times[len(times) // 2] / 1e9
+    times = [call_s(lambda: torch.mm(a, b), device) for _ in range(repeats + 3)][3:]
+    return 2 * size**3 / statistics.median(times) / 1e9

@@ -5,7 +5,7 @@ import torch.utils._pytree as pytree
 
 import funcsac
 from measure import synced
-from workloads import random_batch, workload_config
+from workloads import random_batch, stepper, workload_config
 
 AGENTS = 8
 
@@ -25,17 +25,13 @@ def test_seeds(benchmark, layout, mode, device):
         torch._dynamo.reset()
         fn = torch.compile(fn, fullgraph=True)
     if layout == "vmapped":
-        box = [_stack(states)]
-        batch = _stack(batches)
-
-        def step():
-            box[0], _ = fn(box[0], batch)
+        step = stepper(fn, _stack(states), _stack(batches))
     else:
-        box = states
+        steps = [stepper(fn, s, b) for s, b in zip(states, batches)]
 
         def step():
-            for i in range(AGENTS):
-                box[i], _ = fn(box[i], batches[i])
+            for one in steps:
+                one()
 
     for _ in range(3):
         step()

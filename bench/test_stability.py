@@ -7,13 +7,12 @@ States are immutable, so the state of step 1,000 is kept and, at the end, update
 the state of step 50,000 are timed alternately: the machine's drift over the run does not enter
 their ratio. ``pytest bench/test_stability.py --benchmark-only`` (about a minute)."""
 import statistics
-import time
 
 import pytest
 import torch
 
 import funcsac
-from measure import synchronize
+from measure import call_s
 from workloads import random_batch, workload_config
 
 STEPS, EARLY, ROUNDS = 50_000, 1_000, 500
@@ -42,16 +41,10 @@ def test_long_run(benchmark, device, no_global_flush):
         state, _ = fn(state, pool[i % len(pool)])
     late, rss_late = state, _rss_mib()
 
-    def timed(s, batch):
-        start = time.perf_counter()
-        fn(s, batch)
-        synchronize(device)
-        return time.perf_counter() - start
-
     times = {"early": [], "late": []}
     for i in range(ROUNDS):
-        times["early"].append(timed(early, pool[i % len(pool)]))
-        times["late"].append(timed(late, pool[i % len(pool)]))
+        for name, s in (("early", early), ("late", late)):
+            times[name].append(call_s(lambda: fn(s, pool[i % len(pool)]), device))
     benchmark.extra_info.update(
         workload="stability", device=str(device), steps=STEPS, early_step=EARLY,
         ms_at_1k=1e3 * statistics.median(times["early"]),

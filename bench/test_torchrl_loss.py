@@ -27,30 +27,18 @@ def tanh_critic(obs_dim, act_dim, hidden):
     return funcsac.mlp(obs_dim + act_dim, 1, hidden, activation=nn.Tanh)
 
 
-def losses(state, batch):
-    """TorchRL ``SACLoss``'s three losses from funcsac's pure functions:
-    ``(critic, actor, alpha)``."""
+def losses(state, batch, backward=False):
+    """TorchRL ``SACLoss``'s three losses from funcsac's pure functions, ``(critic, actor,
+    alpha)``; with ``backward`` their gradients with respect to what each trains instead."""
+    take = (lambda f: torch.func.grad(f, has_aux=True)) if backward else (lambda f: f)
     k_target, k_critic, k_actor = keys.split(state.key, 3)
     target_q = funcsac.td_target(state, batch, k_target)
-    critic, _ = funcsac.critic_loss(state.critic, state.static, batch.obs, batch.action, target_q,
-                                    k_critic)
-    actor, log_prob = funcsac.actor_loss(state.actor, state.critic, state.static, batch.obs,
-                                         torch.exp(state.log_alpha), k_actor)
-    alpha, _ = funcsac.temperature_loss(state.log_alpha, log_prob.detach(),
-                                        state.hparams.target_entropy)
-    return critic, actor, alpha
-
-
-def gradients(state, batch):
-    """The gradients of the three losses with respect to what each trains."""
-    k_target, k_critic, k_actor = keys.split(state.key, 3)
-    target_q = funcsac.td_target(state, batch, k_target)
-    critic = torch.func.grad(funcsac.critic_loss, has_aux=True)(
-        state.critic, state.static, batch.obs, batch.action, target_q, k_critic)[0]
-    actor, log_prob = torch.func.grad(funcsac.actor_loss, has_aux=True)(
-        state.actor, state.critic, state.static, batch.obs, torch.exp(state.log_alpha), k_actor)
-    alpha = torch.func.grad(funcsac.temperature_loss, has_aux=True)(
-        state.log_alpha, log_prob.detach(), state.hparams.target_entropy)[0]
+    critic, _ = take(funcsac.critic_loss)(state.critic, state.static, batch.obs, batch.action,
+                                          target_q, k_critic)
+    actor, log_prob = take(funcsac.actor_loss)(state.actor, state.critic, state.static, batch.obs,
+                                               torch.exp(state.log_alpha), k_actor)
+    alpha, _ = take(funcsac.temperature_loss)(state.log_alpha, log_prob.detach(),
+                                              state.hparams.target_entropy)
     return critic, actor, alpha
 
 
@@ -58,10 +46,8 @@ def _funcsac_step(compiled, backward, device):
     cfg = funcsac.SACConfig(obs_dim=OBS, act_dim=ACT, hidden_sizes=HIDDEN, device=str(device),
                             actor_factory=tanh_actor, critic_factory=tanh_critic)
     state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg, BATCH)
-    fn = gradients if backward else losses
-    if compiled:
-        fn = torch.compile(fn, fullgraph=True)
-    return lambda: fn(state, batch)
+    fn = torch.compile(losses, fullgraph=True) if compiled else losses
+    return lambda: fn(state, batch, backward)
 
 
 def _torchrl_step(compiled, backward, device):

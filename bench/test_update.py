@@ -17,7 +17,7 @@ import funcsac
 from compile_time import new_process_compile_s
 from imperative_sac import ImperativeSAC
 from measure import cold_first_call_s, count_flops, matmul_gflops, peak_step_mib, synced
-from workloads import WORKLOADS, random_batch, workload_config
+from workloads import WORKLOADS, random_batch, stepper, workload_config
 
 IMPLEMENTATIONS = ["imperative-eager", "imperative-compiled", "torchrl-eager", "torchrl-compiled",
                    "funcsac-eager", "funcsac-compiled", "funcsac-max-autotune",
@@ -27,15 +27,9 @@ FUNCSAC_MODES = {"eager": None, "compiled": "default", "max-autotune": "max-auto
 
 
 def _funcsac_step(cfg, batch, variant):
-    box = [funcsac.init_state(cfg, seed=0)]
     mode = FUNCSAC_MODES[variant]
     fn = funcsac.update if mode is None else funcsac.compile_update(mode=mode)
-
-    def step():
-        box[0], metrics = fn(box[0], batch)
-        return metrics
-
-    return step
+    return stepper(fn, funcsac.init_state(cfg, seed=0), batch)
 
 
 def _module_step(impl, cfg, batch):

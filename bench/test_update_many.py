@@ -9,7 +9,7 @@ import torch
 
 import funcsac
 from measure import cold_first_call_s, synced
-from workloads import random_batch, workload_config
+from workloads import random_batch, stepper, workload_config
 
 
 def _unrolled(state, batches):
@@ -31,12 +31,7 @@ def test_compile_and_step_time(benchmark, variant, utd, device, request):
         batch = funcsac.Batch(*(x.reshape(utd, 256, *x.shape[1:]) for x in batch))
         fn = funcsac.update_many if variant == "scan" else _unrolled
     torch._dynamo.reset()
-    compiled = torch.compile(fn, fullgraph=True)
-    box = [state]
-
-    def step():
-        box[0], _ = compiled(box[0], batch)
-
+    step = stepper(torch.compile(fn, fullgraph=True), state, batch)
     benchmark.extra_info.update(workload="update_many", variant=variant, utd=utd,
                                 first_call_s=cold_first_call_s(step, device))
     benchmark.group = "update_many"

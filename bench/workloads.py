@@ -18,6 +18,18 @@ def workload_config(name: str, **overrides) -> funcsac.SACConfig:
                              num_target_critics=m, **overrides)
 
 
+def stepper(fn, state, batch):
+    """A no-argument function advancing ``state`` by ``fn(state, batch)`` on each call; returns the
+    metrics."""
+    box = [state]
+
+    def step():
+        box[0], metrics = fn(box[0], batch)
+        return metrics
+
+    return step
+
+
 def random_batch(cfg: funcsac.SACConfig, batch_size: int = BATCH_SIZE, seed: int = 0):
     """A batch of standard normal observations and rewards and uniform actions on ``cfg.device``."""
     g = torch.Generator().manual_seed(seed)
