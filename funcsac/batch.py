@@ -24,30 +24,31 @@ def _fail(field: str, expected: str, got: str) -> None:
     raise ValueError(f"Batch.{field}: expected {expected}, got {got}")
 
 
-def _dims(dims) -> str:
-    """``8, 5``, or ``?, ?`` under torch.compile, where sizes may be symbolic (and cannot be
+def _shape(dims) -> str:
+    """``[8, 5]``, or ``[?, ?]`` under torch.compile, where sizes may be symbolic (and cannot be
     formatted)."""
     compiling = torch.compiler.is_compiling()
-    return ", ".join("?" if compiling else str(d) for d in dims)
+    return "[" + ", ".join("?" if compiling else str(d) for d in dims) + "]"
 
 
 def check_batch_structure(batch, config: SACConfig) -> None:
-    """Shape, dtype and device checks (no data is read, so it is free under ``torch.compile``)."""
+    """Shape, dtype and device checks (no data is read, so it is free under ``torch.compile``;
+    messages are only formatted on failure, as the batch size may be symbolic there)."""
     if not isinstance(batch, Batch):
         raise ValueError(f"expected a funcsac.Batch, got {type(batch).__name__}")
     obs = batch.obs
     b = obs.shape[0] if isinstance(obs, torch.Tensor) and obs.dim() else None
-    rows = "B" if b is None else _dims([b])
     trailing = {"obs": (config.obs_dim,), "action": (config.act_dim,), "reward": (),
                 "next_obs": (config.obs_dim,), "terminated": ()}
     device = torch.device(config.device)
     for field, dims in trailing.items():
         x = getattr(batch, field)
-        want = "[" + ", ".join([rows, *map(str, dims)]) + "]"
+        want = lambda: "[" + ", ".join([_shape([b])[1:-1] if b is not None else "B"]  # noqa: E731
+                                       + [str(d) for d in dims]) + "]"
         if not isinstance(x, torch.Tensor):
-            _fail(field, f"a tensor of shape {want}", type(x).__name__)
+            _fail(field, f"a tensor of shape {want()}", type(x).__name__)
         if b is None or x.dim() != 1 + len(dims) or x.shape[0] != b or tuple(x.shape[1:]) != dims:
-            _fail(field, f"shape {want}", f"[{_dims(x.shape)}]")
+            _fail(field, f"shape {want()}", _shape(x.shape))
         allowed = (config.dtype, torch.bool) if field == "terminated" else (config.dtype,)
         if x.dtype not in allowed:
             _fail(field, "dtype " + " or ".join(map(str, allowed)), str(x.dtype))
