@@ -15,6 +15,7 @@ _DEFAULTS = TrainConfig()
 
 
 def _parse_optional(kind):
+    """A parser of ``kind`` that reads ``none`` as None (for fields that may be None)."""
     def parse(text: str):
         return None if text.lower() == "none" else kind(text)
     parse.__name__ = kind.__name__
@@ -26,14 +27,19 @@ def _add_field(parser, field: dataclasses.Field) -> None:
     default = getattr(_DEFAULTS, field.name)
     hint = f"{help_text(field.name)} (default: {default})"
     kind = typing.get_type_hints(TrainConfig)[field.name]
+    # flags not given are absent from the parsed namespace, so a given flag always wins, even
+    # when its value is None ("none")
     if kind is bool:
-        parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=hint)
+        parser.add_argument(flag, action=argparse.BooleanOptionalAction,
+                            default=argparse.SUPPRESS, help=hint)
     elif kind is tuple:
         elem = float if field.name == "adam_betas" else int
-        parser.add_argument(flag, type=elem, nargs="+", default=None, help=hint)
+        parser.add_argument(flag, type=elem, nargs="+", default=argparse.SUPPRESS, help=hint)
     else:
-        base = typing.get_args(kind)[0] if typing.get_origin(kind) is typing.Union else kind
-        parser.add_argument(flag, type=_parse_optional(base), default=None, help=hint)
+        optional = typing.get_origin(kind) is typing.Union
+        base = typing.get_args(kind)[0] if optional else kind
+        parser.add_argument(flag, type=_parse_optional(base) if optional else base,
+                            default=argparse.SUPPRESS, help=hint)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a named variant (redq, droq); config file and flags override it")
     train.add_argument("--resume", action="store_true",
                        help="continue from RUN_DIR/checkpoint.pt with RUN_DIR/config.json")
+    train.add_argument("--overwrite", action="store_true",
+                       help="if RUN_DIR holds a run, move it aside to RUN_DIR.old-TIMESTAMP "
+                            "(nothing is deleted) and start a new one")
     for field in dataclasses.fields(TrainConfig):
         _add_field(train, field)
     plot = sub.add_parser("plot", help="plot eval return against steps for one or more runs")
@@ -68,7 +77,7 @@ def _train_config(args) -> TrainConfig:
     if args.config:
         values.update(load_config_file(args.config))
     values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
-                   if getattr(args, f.name) is not None})
+                   if hasattr(args, f.name)})
     return TrainConfig.from_dict(values)
 
 
@@ -80,7 +89,7 @@ def main(argv=None) -> int:
             out = plot_runs(args.run_dirs, args.out or Path(args.run_dirs[0]) / "curve.png")
             print(f"wrote {out}")
         else:
-            train(_train_config(args), args.run_dir, resume=args.resume)
+            train(_train_config(args), args.run_dir, resume=args.resume, overwrite=args.overwrite)
     except ValueError as e:
         print(f"funcsac: error: {e}", file=sys.stderr)
         return 2

@@ -14,14 +14,18 @@ from funcsac.cli import main
 from funcsac.driver import loop
 from funcsac.driver.buffer import ReplayBuffer
 from funcsac.driver.checkpoint import load_checkpoint
+from funcsac.driver.replay_files import load_buffer, save_buffer
 
 TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
             eval_episodes=1, log_every=100)
 
 
 def _buffer_rows(run_dir):
-    data = load_checkpoint(run_dir / "checkpoint.pt")["buffer"][0]["data"]
-    return data["obs"], data["next_obs"], data["reward"], data["terminated"]
+    manifest = load_checkpoint(run_dir / "checkpoint.pt")["buffers"][0]
+    buffer = ReplayBuffer(manifest["capacity"], obs_dim=2, act_dim=1, device="cpu")
+    load_buffer(run_dir, 0, buffer, manifest)
+    rows = buffer.rows(buffer.oldest, buffer.added)
+    return rows.obs, rows.next_obs, rows.reward, rows.terminated
 
 
 @pytest.mark.parametrize("mode", ["same-step", "next-step"])
@@ -40,7 +44,7 @@ def test_autoreset_transitions(tmp_path, mode):
     assert len(obs) == (24 if mode == "same-step" else 24 - 2 * (24 // 2 // 4))
 
 
-def test_buffer_ring_and_sampling():
+def test_buffer_ring_and_sampling(tmp_path):
     buf = ReplayBuffer(5, obs_dim=1, act_dim=1, device="cpu")
     rows = lambda lo, hi: funcsac.Batch(*(torch.arange(lo, hi, dtype=torch.float32)[:, None]  # noqa: E731
                                           if i in (0, 1, 3) else torch.arange(lo, hi, dtype=torch.float32)
@@ -52,7 +56,7 @@ def test_buffer_ring_and_sampling():
     a, b = buf.sample(key, 1000), buf.sample(key, 1000)
     assert torch.equal(a.obs, b.obs) and set(a.reward.tolist()) == {2, 3, 4, 5, 6}
     restored = ReplayBuffer(5, 1, 1, "cpu")
-    restored.load_state_dict(buf.state_dict())
+    load_buffer(tmp_path, 0, restored, save_buffer(tmp_path, 0, buf, {}))
     assert torch.equal(restored.sample(key, 50).obs, buf.sample(key, 50).obs)
 
 

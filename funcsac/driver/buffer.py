@@ -8,28 +8,51 @@ from ..batch import Batch
 
 
 class ReplayBuffer:
-    """Ring buffer of ``capacity`` transitions; the oldest rows are overwritten first."""
+    """Ring buffer of ``capacity`` transitions; the oldest rows are overwritten first.
+
+    Rows are numbered by insertion: ``added`` rows have been written in all, and row ``t`` (for
+    ``added - size <= t < added``) lives at position ``t % capacity``.
+    """
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int, device, dtype=torch.float32):
         self.capacity = capacity
         make = lambda *shape: torch.zeros(capacity, *shape, device=device, dtype=dtype)  # noqa: E731
         self.data = Batch(obs=make(obs_dim), action=make(act_dim), reward=make(),
                           next_obs=make(obs_dim), terminated=make())
-        self.ptr = 0
-        self.size = 0
+        self.added = 0
+
+    @property
+    def size(self) -> int:
+        return min(self.added, self.capacity)
+
+    @property
+    def oldest(self) -> int:
+        """The number of the oldest row still held."""
+        return self.added - self.size
+
+    def _positions(self, start: int, stop: int) -> torch.Tensor:
+        return (torch.arange(start, stop) % self.capacity).to(self.data.obs.device)
 
     def add(self, rows: Batch) -> None:
         """Append rows (leading axis n); tensors are copied to the buffer's device and dtype."""
         n = rows.obs.shape[0]
-        if n > self.capacity:
-            rows = Batch(*(x[-self.capacity:] for x in rows))
-            n = self.capacity
-        idx = (torch.arange(n) + self.ptr) % self.capacity
-        idx = idx.to(self.data.obs.device)
+        self.write(self.added + n - min(n, self.capacity),
+                   Batch(*(x[n - min(n, self.capacity):] for x in rows)))
+        self.added += n
+
+    def write(self, start: int, rows: Batch) -> None:
+        """Store ``rows`` as rows ``start, start + 1, ...`` (at most ``capacity`` of them)."""
+        idx = self._positions(start, start + rows.obs.shape[0])
         for store, x in zip(self.data, rows):
             store[idx] = torch.as_tensor(x).to(device=store.device, dtype=store.dtype)
-        self.ptr = (self.ptr + n) % self.capacity
-        self.size = min(self.size + n, self.capacity)
+
+    def rows(self, start: int, stop: int) -> Batch:
+        """Rows ``start .. stop - 1`` (all still held) in insertion order, on the CPU."""
+        if not self.oldest <= start <= stop <= self.added:
+            raise ValueError(f"rows {start}..{stop} are not held (held: {self.oldest}.."
+                             f"{self.added})")
+        idx = self._positions(start, stop)
+        return Batch(*(x[idx].cpu() for x in self.data))
 
     def sample(self, key: torch.Tensor, batch_size: int) -> Batch:
         """``batch_size`` rows drawn uniformly with replacement, indices from ``key``."""
@@ -37,19 +60,3 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty replay buffer")
         idx = keys.randint(key, (batch_size,), self.size)
         return Batch(*(x[idx] for x in self.data))
-
-    def state_dict(self) -> dict:
-        """The filled rows and the write pointer (for checkpoints)."""
-        return {"capacity": self.capacity, "ptr": self.ptr, "size": self.size,
-                "data": {k: v[: self.size].cpu() for k, v in self.data._asdict().items()}}
-
-    def load_state_dict(self, sd: dict) -> None:
-        if sd["capacity"] != self.capacity:
-            raise ValueError(f"checkpoint buffer capacity {sd['capacity']} != {self.capacity}")
-        for k, store in self.data._asdict().items():
-            rows = sd["data"][k]
-            if rows.shape[1:] != store.shape[1:]:
-                raise ValueError(f"checkpoint buffer field {k} has rows of shape "
-                                 f"{list(rows.shape[1:])}, expected {list(store.shape[1:])}")
-            store[: sd["size"]] = rows.to(store.device, store.dtype)
-        self.ptr, self.size = sd["ptr"], sd["size"]

@@ -1,18 +1,16 @@
 """Atomic checkpoints of a whole run, and their validation on load."""
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 
 import optree
 import torch
 
 from ..state import SACState
+from .atomic import write_atomically
 
 FORMAT = "funcsac-run-checkpoint"
-VERSION = 1
+VERSION = 2
 
 
 class CheckpointError(ValueError):
@@ -20,20 +18,19 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
-    """Write ``payload`` to ``path`` atomically: a temporary file in the same folder, fsynced, then
-    renamed over the old checkpoint, so a crash leaves either the old or the new file whole."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    """Write ``payload`` (tensors, numbers, strings and containers of them) to ``path``
+    atomically."""
+    save_tensors(path, {"format": FORMAT, "version": VERSION, **payload})
+
+
+def save_tensors(path: Path, data) -> None:
+    """``torch.save(data)`` to ``path`` atomically; an OS error (a full disk, say) becomes a
+    ``CheckpointError`` saying that the previous file is intact."""
     try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save({"format": FORMAT, "version": VERSION, **payload}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        write_atomically(path, lambda f: torch.save(data, f))
+    except OSError as e:
+        raise CheckpointError(f"could not write {path} ({e}); the previous version of it, if "
+                              "any, is intact") from e
 
 
 def load_checkpoint(path: Path) -> dict:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -89,18 +88,3 @@ def transitions(mode: AutoresetMode, next_obs: np.ndarray, terminated: np.ndarra
     if done.any():
         true_next[done] = np.stack(infos["final_obs"][done])
     return np.ones_like(done), true_next
-
-
-def save_envs(envs):
-    """The sub-environments of a sync vector env, pickled (their internal state and RNGs); None for
-    async envs, whose sub-environments live in other processes."""
-    if not isinstance(envs, gym.vector.SyncVectorEnv):
-        return None
-    return pickle.dumps(envs.envs)
-
-
-def restore_envs(envs, data: bytes, prev_done: np.ndarray) -> None:
-    """Put saved sub-environments back into a freshly made sync vector env. The vector env's own
-    state between steps is only which sub-envs reset next (NEXT_STEP mode): ``prev_done``."""
-    envs.envs = pickle.loads(data)
-    envs._autoreset_envs = prev_done.copy()

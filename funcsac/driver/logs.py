@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from .atomic import write_atomically
 
 EVAL_COLUMNS = ["step", "return_mean", "return_std", "episode_length_mean"]
 PHASES = ("collect", "update", "eval", "checkpoint")
@@ -51,15 +54,16 @@ class CsvLog:
             writer.writerow(row)
 
     def truncate_after(self, step: int) -> None:
-        """Drop rows logged after ``step`` (rows a resumed run will write again)."""
+        """Drop rows logged after ``step`` (rows a resumed run will write again), atomically."""
         if not self.path.exists():
             return
         with open(self.path, newline="") as f:
             rows = list(csv.DictReader(f))
-        with open(self.path, "w", newline="") as f:
-            writer = csv.DictWriter(f, self.columns)
-            writer.writeheader()
-            writer.writerows(r for r in rows if int(float(r["step"])) <= step)
+        text = io.StringIO()
+        writer = csv.DictWriter(text, self.columns)
+        writer.writeheader()
+        writer.writerows(r for r in rows if int(float(r["step"])) <= step)
+        write_atomically(self.path, lambda f: f.write(text.getvalue().encode()))
 
 
 class TensorBoard:

@@ -1,7 +1,9 @@
-"""The training loop: collect, update, evaluate, log, checkpoint.
+"""The training loop: collect, learn, evaluate, record (logs, checkpoints).
 
 A run trains one agent, or several independent ones (seeds, a hyperparameter sweep) side by side
 with one vmapped update; per-agent arrays are laid out agent-major (``[agents * num_envs]``).
+``Run`` holds everything a run owns; each stage is one of its methods, and ``train`` calls them in
+order until the run is done.
 """
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import json
 import signal
 import threading
 import time
+import warnings
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import torch
@@ -29,15 +32,19 @@ from .buffer import ReplayBuffer
 from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
                          state_leaves)
 from .config import RUN_LENGTH_FIELDS, TrainConfig
-from .envs import (autoreset_mode, env_spec, make_eval_env, make_vector_env, restore_envs,
-                   save_envs, scale_action, transitions)
+from .envs import (autoreset_mode, env_spec, make_eval_env, make_vector_env, scale_action,
+                   transitions)
+from .envstate import EnvStateError, restore_envs, save_envs, unsaveable_envs
 from .evaluate import EvalResult, evaluate
 from .logs import EVAL_COLUMNS, PHASES, CsvLog, TensorBoard, Timings
+from .replay_files import delete_unlisted_chunks, load_buffer, save_buffer
+from .rundir import prepare_run_dir
+from .seeds import AgentSeeds, fresh_episode_seed
 
 METRICS_COLUMNS = (["step", "episode_return", "episodes", "env_steps_per_s", "updates_per_s"]
                    + [f"time_{p}" for p in PHASES] + list(METRIC_NAMES))
 CHECKPOINT = "checkpoint.pt"
-EVAL_SEED_OFFSET = 1_000_000
+PAYLOAD_KEYS = {"config", "agent", "buffers", "progress", "envs"}
 
 
 @dataclasses.dataclass
@@ -56,7 +63,7 @@ class Progress:
 
     env_step: int
     updates: int
-    key: torch.Tensor  # [agents, 2]
+    key: torch.Tensor  # [agents, 2], on the training device
     obs: np.ndarray  # [agents * num_envs, obs_dim]
     prev_done: np.ndarray
     episode_return: np.ndarray
@@ -66,13 +73,35 @@ class Progress:
     timings: dict
     elapsed: float
 
+    def to_checkpoint(self) -> dict:
+        fields = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                  for k, v in dataclasses.asdict(self).items()}
+        fields["key"] = self.key.cpu()
+        fields["evals"] = [dataclasses.asdict(e) for e in self.evals]
+        return fields
+
+    @classmethod
+    def from_checkpoint(cls, fields: dict, device) -> "Progress":
+        try:
+            values = {k: v.numpy() if isinstance(v, torch.Tensor) else v
+                      for k, v in fields.items()}
+            values["key"] = fields["key"].to(device)
+            values["evals"] = [EvalResult(**e) for e in values["evals"]]
+            return cls(**values)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise CheckpointError(f"checkpoint's loop progress is malformed ({e!r})") from e
+
 
 def _crossed(before: int, after: int, every: int) -> bool:
     return every > 0 and after // every > before // every
 
 
-def _check_resumable(config: TrainConfig, saved: dict) -> None:
+def _check_resumable(config: TrainConfig, payload: dict) -> None:
+    missing = PAYLOAD_KEYS - set(payload)
+    if missing:
+        raise CheckpointError(f"checkpoint lacks {sorted(missing)}: not written by this funcsac")
     plain = lambda v: json.loads(json.dumps(v))  # noqa: E731  (tuples and lists compare equal)
+    saved = payload["config"]
     diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
             if k not in RUN_LENGTH_FIELDS and plain(saved.get(k)) != plain(v)}
     if diff:
@@ -110,182 +139,261 @@ def _split_keys(key: torch.Tensor):
     return both[:, 0], both[:, 1]
 
 
-def train(config: TrainConfig, run_dir, resume: bool = False) -> TrainResult:
+class Run:
+    """One training run: its agents, replay buffers, environments, logs and loop progress."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, payload: Optional[dict]):
+        self.config, self.run_dir = config, run_dir
+        self.agents = agent_specs(config.seed, config.num_seeds, config.sweep)
+        self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
+        self.envs = make_vector_env(config.env_id, len(self.agents) * config.num_envs,
+                                    config.async_envs, config.autoreset_mode)
+        try:
+            self.eval_env = make_eval_env(config.env_id)
+            self._setup(payload)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, payload: Optional[dict]) -> None:
+        config, A, n = self.config, len(self.agents), self.config.num_envs
+        self.spec = env_spec(self.envs)
+        self.mode = autoreset_mode(self.envs)
+        self.sac_config = config.sac_config(self.spec.obs_dim, self.spec.act_dim)
+        self.device = torch.device(self.sac_config.device)
+        self.state = stack([with_overrides(init_state(self.sac_config, seed=s.agent), a)
+                            for a, s in zip(self.agents, self.seeds)])
+        self.buffers = [ReplayBuffer(config.buffer_size, self.spec.obs_dim, self.spec.act_dim,
+                                     self.device, self.sac_config.dtype) for _ in self.agents]
+        self.buffer_manifests = [{} for _ in self.agents]
+        if payload is None:
+            self.progress = self._start()
+        else:
+            self._restore(payload)
+        self.timings = Timings(self.progress.timings)
+        k = config.utd * n  # gradient steps per vector step
+        step_fn = vmap_agents(update if k == 1 else update_many, A)
+        self.step_fn = compile_update(step_fn) if config.compile else step_fn
+        self.sample_fn = vmap_agents(lambda s, o, key: act(s, o, deterministic=False, key=key), A)
+        self.metrics = None
+        self.last_log = (time.perf_counter(), self.progress.env_step, self.progress.updates)
+        self.start = time.perf_counter() - self.progress.elapsed
+        self._open_logs(resumed=payload is not None)
+        self.bar = tqdm(total=config.total_steps, initial=self.progress.env_step,
+                        disable=not config.progress, unit="step", dynamic_ncols=True)
+
+    # -- setting up ------------------------------------------------------------------------------
+    def _start(self) -> Progress:
+        A, n = len(self.agents), self.config.num_envs
+        obs, _ = self.envs.reset(seed=[e for s in self.seeds for e in s.envs])
+        key = torch.stack([keys.make_key(s.loop, self.device) for s in self.seeds])
+        return Progress(0, 0, key, obs, np.zeros(A * n, bool), np.zeros(A * n),
+                        np.zeros(A * n, int), [[] for _ in self.agents], [], {}, 0.0)
+
+    def _restore(self, payload: dict) -> None:
+        self.state = restore_state(self.state, payload["agent"])
+        if not isinstance(payload["buffers"], list) or len(payload["buffers"]) != len(self.agents):
+            raise CheckpointError(f"checkpoint has replay entries for {len(payload['buffers'])} "
+                                  f"agents, this run has {len(self.agents)}")
+        for i, (buffer, manifest) in enumerate(zip(self.buffers, payload["buffers"])):
+            load_buffer(self.run_dir, i, buffer, manifest)
+        self.buffer_manifests = list(payload["buffers"])
+        self.progress = Progress.from_checkpoint(payload["progress"], self.device)
+        try:
+            fresh = restore_envs(self.envs, payload["envs"], self.progress.prev_done)
+        except EnvStateError as e:
+            raise CheckpointError(f"checkpoint's environment state cannot be restored: {e}") from e
+        if fresh:
+            self._start_fresh_episodes(fresh)
+
+    def _start_fresh_episodes(self, indices: list) -> None:
+        """Sub-environments whose state was not saved start fresh episodes (resume not exact)."""
+        n, p = self.config.num_envs, self.progress
+        reasons = unsaveable_envs(self.envs)
+        warnings.warn(f"resume is not exact for {self.config.env_id}: sub-environment(s) "
+                      f"{indices} start fresh episodes, because {reasons[indices[0]]}",
+                      stacklevel=3)
+        seeds = [fresh_episode_seed(self.agents[i // n].seed, i % n, p.env_step)
+                 for i in range(len(p.obs))]
+        if len(indices) == len(p.obs):
+            p.obs, _ = self.envs.reset(seed=seeds)
+        else:
+            for i in indices:
+                p.obs[i], _ = self.envs.envs[i].reset(seed=seeds[i])
+                self.envs._autoreset_envs[i] = False
+        p.prev_done[indices] = False
+        p.episode_return[indices] = 0.0
+        p.episode_length[indices] = 0
+
+    def _open_logs(self, resumed: bool) -> None:
+        resolved = {k: v for k, v in dataclasses.asdict(self.sac_config).items()
+                    if not callable(v)}
+        resolved["dtype"] = str(resolved["dtype"])
+        (self.run_dir / "config.json").write_text(json.dumps(
+            {**self.config.to_dict(), "agent": resolved}, indent=2, default=str))
+        labels = list(self.agents[0].label()) if len(self.agents) > 1 else []
+        self.metrics_log = CsvLog(self.run_dir / "metrics.csv", labels + METRICS_COLUMNS)
+        self.eval_log = CsvLog(self.run_dir / "eval.csv",
+                               EVAL_COLUMNS[:1] + labels + EVAL_COLUMNS[1:])
+        if resumed:
+            self.metrics_log.truncate_after(self.progress.env_step)
+            self.eval_log.truncate_after(self.progress.env_step)
+        self.board = TensorBoard(self.run_dir)
+
+    # -- the stages ------------------------------------------------------------------------------
+    def collect(self) -> None:
+        """One vector step of every agent's environments; real transitions go to the buffers."""
+        cfg, p, spec = self.config, self.progress, self.spec
+        A, n = len(self.agents), cfg.num_envs
+        with self.timings.phase("collect"):
+            p.key, k_act = _split_keys(p.key)
+            if p.env_step < cfg.learning_starts:
+                uniform = lambda key: keys.uniform(key, (n, spec.act_dim), torch.float64)  # noqa: E731
+                action = torch.func.vmap(uniform)(k_act) * 2 - 1
+            else:
+                with torch.no_grad():
+                    obs_t = torch.as_tensor(p.obs, dtype=self.sac_config.dtype,
+                                            device=self.device).reshape(A, n, -1)
+                    action = self.sample_fn(self.state, obs_t[0] if A == 1 else obs_t,
+                                            k_act[0] if A == 1 else k_act)
+            action = action.reshape(A * n, spec.act_dim).cpu().numpy()
+            next_obs, reward, terminated, truncated, infos = self.envs.step(
+                scale_action(action, spec).astype(self.envs.single_action_space.dtype))
+            valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,
+                                           p.prev_done)
+            for i, buffer in enumerate(self.buffers):
+                rows = slice(i * n, (i + 1) * n)
+                buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[rows][valid[rows]]) for x in (
+                    p.obs, action, reward, true_next, terminated))))
+            p.episode_return += np.where(valid, reward, 0.0)
+            p.episode_length += valid
+            done = (terminated | truncated) & valid
+            for i in np.flatnonzero(done):
+                p.finished_returns[i // n].append(float(p.episode_return[i]))
+            p.episode_return[done] = 0.0
+            p.episode_length[done] = 0
+            p.prev_done = terminated | truncated
+            p.obs = next_obs
+            p.env_step += n
+            self.bar.update(n)
+
+    def learn(self) -> None:
+        """``utd * num_envs`` gradient steps per agent, once learning has started."""
+        cfg, p = self.config, self.progress
+        if p.env_step < cfg.learning_starts or self.buffers[0].size < cfg.batch_size:
+            return
+        k = cfg.utd * cfg.num_envs
+        with self.timings.phase("update"):
+            p.key, k_sample = _split_keys(p.key)
+            rows = [b.sample(key, cfg.batch_size * k) for b, key in zip(self.buffers, k_sample)]
+            if k > 1:
+                rows = [Batch(*(x.reshape(k, cfg.batch_size, *x.shape[1:]) for x in r))
+                        for r in rows]
+            self.state, self.metrics = self.step_fn(self.state, stack(rows))
+            p.updates += k
+
+    def evaluate(self) -> None:
+        """Deterministic-policy episodes for every agent; one row each in eval.csv."""
+        A, p = len(self.agents), self.progress
+        for i, (agent, seeds) in enumerate(zip(self.agents, self.seeds)):
+            with self.timings.phase("eval"):
+                result = evaluate(select(self.state, i, A), self.eval_env, self.spec,
+                                  self.config.eval_episodes, seeds.eval, p.env_step, agent=i)
+            p.evals.append(result)
+            row = {**(agent.label() if A > 1 else {}), **dataclasses.asdict(result)}
+            self.eval_log.write(row)
+            self.board.write(f"eval/agent{i}" if A > 1 else "eval", row, p.env_step)
+        mean = np.mean([e.return_mean for e in p.evals[-A:]])
+        self.bar.set_postfix(eval_return=f"{mean:.1f}")
+
+    def log_metrics(self) -> None:
+        """One row per agent in metrics.csv: the last update's metrics, returns, speeds, times."""
+        A, p = len(self.agents), self.progress
+        now = time.perf_counter()
+        dt = max(now - self.last_log[0], 1e-9)
+        shared = {"step": p.env_step,
+                  "env_steps_per_s": (p.env_step - self.last_log[1]) * A / dt,
+                  "updates_per_s": (p.updates - self.last_log[2]) * A / dt,
+                  **{f"time_{ph}": self.timings.totals[ph] for ph in PHASES}}
+        for i, agent in enumerate(self.agents):
+            returns = p.finished_returns[i]
+            row = {**(agent.label() if A > 1 else {}), **shared,
+                   "episode_return": np.mean(returns) if returns else "", "episodes": len(returns)}
+            if self.metrics is not None:  # the last gradient step's; the only host sync
+                row.update({name: select(v, i, A).reshape(-1)[-1].item()
+                            for name, v in self.metrics.items()})
+            self.metrics_log.write(row)
+            self.board.write(f"train/agent{i}" if A > 1 else "train", row, p.env_step)
+        p.finished_returns = [[] for _ in self.agents]
+        self.last_log = (now, p.env_step, p.updates)
+
+    def checkpoint(self) -> None:
+        """Write the new replay rows, then the checkpoint (atomically); then drop replay chunks
+        that no longer hold live rows."""
+        with self.timings.phase("checkpoint"):
+            manifests = [save_buffer(self.run_dir, i, b, m) for i, (b, m)
+                         in enumerate(zip(self.buffers, self.buffer_manifests))]
+            self.progress.timings = dict(self.timings.totals)
+            self.progress.elapsed = time.perf_counter() - self.start
+            save_checkpoint(self.run_dir / CHECKPOINT, {
+                "config": self.config.to_dict(), "agent": state_leaves(self.state),
+                "buffers": manifests, "progress": self.progress.to_checkpoint(),
+                "envs": save_envs(self.envs)})
+            self.buffer_manifests = manifests
+            delete_unlisted_chunks(self.run_dir, manifests)
+
+    def record(self, before: int) -> None:
+        """Logs, evaluations and checkpoints whose interval the last vector step crossed."""
+        cfg, step = self.config, self.progress.env_step
+        end = step >= cfg.total_steps
+        if _crossed(before, step, cfg.log_every) or end:
+            self.log_metrics()
+        if _crossed(before, step, cfg.eval_every) or end:
+            self.evaluate()
+        if _crossed(before, step, cfg.checkpoint_every) or end:
+            self.checkpoint()
+
+    def close(self) -> None:
+        """Release the progress bar, the TensorBoard writer and the environments (those made so
+        far, if the setup failed)."""
+        for name in ("bar", "board", "envs", "eval_env"):
+            if hasattr(self, name):
+                getattr(self, name).close()
+
+
+def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = False
+          ) -> TrainResult:
     """Train SAC on ``config.env_id``; everything is written to ``run_dir``.
 
     With ``resume``, continue from ``run_dir/checkpoint.pt`` (which must exist and match the
-    config, except for run-length settings such as ``total_steps``).
+    config, except for run-length settings such as ``total_steps``). Without it, ``run_dir`` must
+    not hold a run already; ``overwrite`` moves such a run aside (``RUN_DIR.old-TIMESTAMP``).
     """
     torch.set_flush_denormal(True)
     run_dir = Path(run_dir)
-    payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
-    if payload is not None:
-        _check_resumable(config, payload["config"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-
-    agents = agent_specs(config.seed, config.num_seeds, config.sweep)
-    A, n = len(agents), config.num_envs
-    env_seeds = [a.seed + i for a in agents for i in range(n)]
-    envs = make_vector_env(config.env_id, A * n, config.async_envs, config.autoreset_mode)
-    eval_env = make_eval_env(config.env_id)
-    spec = env_spec(envs)
-    mode = autoreset_mode(envs)
-    sac_cfg = config.sac_config(spec.obs_dim, spec.act_dim)
-    state = stack([with_overrides(init_state(sac_cfg, seed=a.seed), a) for a in agents])
-    buffers = [ReplayBuffer(config.buffer_size, spec.obs_dim, spec.act_dim, sac_cfg.device,
-                            sac_cfg.dtype) for _ in agents]
-    if payload is None:
-        obs, _ = envs.reset(seed=env_seeds)
-        progress = Progress(0, 0, torch.stack([keys.fold_in(keys.make_key(a.seed), 1)
-                                               for a in agents]),
-                            obs, np.zeros(A * n, bool), np.zeros(A * n), np.zeros(A * n, int),
-                            [[] for _ in agents], [], {}, 0.0)
-    else:
-        state = restore_state(state, payload["agent"])
-        for buffer, saved in zip(buffers, payload["buffer"]):
-            buffer.load_state_dict(saved)
-        progress = Progress(**{k: v.numpy() if isinstance(v, torch.Tensor) and k != "key" else v
-                               for k, v in payload["progress"].items()})
-        progress.evals = [EvalResult(**e) for e in progress.evals]
-        if payload["envs"] is not None:
-            restore_envs(envs, payload["envs"], progress.prev_done)
-        else:  # async envs cannot be saved: start fresh episodes
-            progress.obs, _ = envs.reset(seed=[s + progress.env_step for s in env_seeds])
-            progress.prev_done[:] = False
-            progress.episode_return[:] = 0
-            progress.episode_length[:] = 0
-
-    resolved = {k: v for k, v in dataclasses.asdict(sac_cfg).items() if not callable(v)}
-    resolved["dtype"] = str(resolved["dtype"])
-    (run_dir / "config.json").write_text(json.dumps({**config.to_dict(), "agent": resolved},
-                                                    indent=2, default=str))
-    label_columns = list(agents[0].label()) if A > 1 else []
-    metrics_log = CsvLog(run_dir / "metrics.csv", label_columns + METRICS_COLUMNS)
-    eval_log = CsvLog(run_dir / "eval.csv", EVAL_COLUMNS[:1] + label_columns + EVAL_COLUMNS[1:])
-    if payload is not None:
-        metrics_log.truncate_after(progress.env_step)
-        eval_log.truncate_after(progress.env_step)
-    board = TensorBoard(run_dir)
-    timings = Timings(progress.timings)
-    k = config.utd * n  # gradient steps per vector step
-    step_fn = vmap_agents(update if k == 1 else update_many, A)
-    step_fn = compile_update(step_fn) if config.compile else step_fn
-    sample_fn = vmap_agents(lambda s, o, key: act(s, o, deterministic=False, key=key), A)
-    metrics = None
-    last_log = (time.perf_counter(), progress.env_step, progress.updates)
-    start = time.perf_counter() - progress.elapsed
-
-    def snapshot() -> dict:
-        progress.timings = dict(timings.totals)
-        progress.elapsed = time.perf_counter() - start
-        fields = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
-                  for k, v in dataclasses.asdict(progress).items()}
-        fields["evals"] = [dataclasses.asdict(e) for e in progress.evals]
-        return {"config": config.to_dict(), "agent": state_leaves(state),
-                "buffer": [b.state_dict() for b in buffers], "progress": fields,
-                "envs": save_envs(envs)}
-
-    def checkpoint():
-        with timings.phase("checkpoint"):
-            save_checkpoint(run_dir / CHECKPOINT, snapshot())
-
-    def run_eval():
-        for i, agent in enumerate(agents):
-            with timings.phase("eval"):
-                result = evaluate(select(state, i, A), eval_env, spec, config.eval_episodes,
-                                  agent.seed + EVAL_SEED_OFFSET, progress.env_step, agent=i)
-            progress.evals.append(result)
-            row = {**(agent.label() if A > 1 else {}), **dataclasses.asdict(result)}
-            eval_log.write(row)
-            board.write(f"eval/agent{i}" if A > 1 else "eval", row, progress.env_step)
-        bar.set_postfix(eval_return=f"{np.mean([e.return_mean for e in progress.evals[-A:]]):.1f}")
-
-    def log_metrics():
-        nonlocal last_log
-        now = time.perf_counter()
-        dt = max(now - last_log[0], 1e-9)
-        shared = {"step": progress.env_step,
-                  "env_steps_per_s": (progress.env_step - last_log[1]) * A / dt,
-                  "updates_per_s": (progress.updates - last_log[2]) * A / dt,
-                  **{f"time_{p}": timings.totals[p] for p in PHASES}}
-        for i, agent in enumerate(agents):
-            returns = progress.finished_returns[i]
-            row = {**(agent.label() if A > 1 else {}), **shared,
-                   "episode_return": np.mean(returns) if returns else "", "episodes": len(returns)}
-            if metrics is not None:  # the last gradient step's; the only host sync
-                row.update({name: select(v, i, A).reshape(-1)[-1].item()
-                            for name, v in metrics.items()})
-            metrics_log.write(row)
-            board.write(f"train/agent{i}" if A > 1 else "train", row, progress.env_step)
-        progress.finished_returns = [[] for _ in agents]
-        last_log = (now, progress.env_step, progress.updates)
-
-    bar = tqdm(total=config.total_steps, initial=progress.env_step, disable=not config.progress,
-               unit="step", dynamic_ncols=True)
     with _StopFlag() as stop:
-        while progress.env_step < config.total_steps:
-            if stop.requested:
-                checkpoint()
-                bar.close()
-                raise KeyboardInterrupt(f"interrupted at step {progress.env_step}; checkpoint "
-                                        f"written, continue with --resume")
-            before = progress.env_step
-            with timings.phase("collect"):
-                progress.key, k_act = _split_keys(progress.key)
-                if progress.env_step < config.learning_starts:
-                    uniform = lambda key: keys.uniform(key, (n, spec.act_dim), torch.float64)  # noqa: E731
-                    action = torch.func.vmap(uniform)(k_act) * 2 - 1
-                else:
-                    with torch.no_grad():
-                        obs_t = torch.as_tensor(progress.obs, dtype=sac_cfg.dtype,
-                                                device=sac_cfg.device).reshape(A, n, -1)
-                        action = sample_fn(state, obs_t[0] if A == 1 else obs_t,
-                                           k_act[0] if A == 1 else k_act)
-                action = action.reshape(A * n, spec.act_dim).cpu().numpy()
-                next_obs, reward, terminated, truncated, infos = envs.step(
-                    scale_action(action, spec).astype(envs.single_action_space.dtype))
-                valid, true_next = transitions(mode, next_obs, terminated, truncated, infos,
-                                               progress.prev_done)
-                for i, buffer in enumerate(buffers):
-                    rows = slice(i * n, (i + 1) * n)
-                    buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[rows][valid[rows]]) for x in (
-                        progress.obs, action, reward, true_next, terminated))))
-                progress.episode_return += np.where(valid, reward, 0.0)
-                progress.episode_length += valid
-                done = (terminated | truncated) & valid
-                for i in np.flatnonzero(done):
-                    progress.finished_returns[i // n].append(float(progress.episode_return[i]))
-                progress.episode_return[done] = 0.0
-                progress.episode_length[done] = 0
-                progress.prev_done = terminated | truncated
-                progress.obs = next_obs
-                progress.env_step += n
-                bar.update(n)
-            if progress.env_step >= config.learning_starts and buffers[0].size >= config.batch_size:
-                with timings.phase("update"):
-                    progress.key, k_sample = _split_keys(progress.key)
-                    rows = [b.sample(key, config.batch_size * k)
-                            for b, key in zip(buffers, k_sample)]
-                    if k > 1:
-                        rows = [Batch(*(x.reshape(k, config.batch_size, *x.shape[1:]) for x in r))
-                                for r in rows]
-                    state, metrics = step_fn(state, stack(rows))
-                    progress.updates += k
-            end = progress.env_step >= config.total_steps
-            if _crossed(before, progress.env_step, config.log_every) or end:
-                log_metrics()
-            if _crossed(before, progress.env_step, config.eval_every) or end:
-                run_eval()
-            if _crossed(before, progress.env_step, config.checkpoint_every) or end:
-                checkpoint()
-    bar.close()
-    board.close()
-    envs.close()
-    eval_env.close()
+        payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
+        if payload is not None:
+            _check_resumable(config, payload)
+        prepare_run_dir(run_dir, resume, overwrite)
+        run = Run(config, run_dir, payload)
+        try:
+            while run.progress.env_step < config.total_steps:
+                if stop.requested:
+                    run.checkpoint()
+                    raise KeyboardInterrupt(f"interrupted at step {run.progress.env_step}; "
+                                            "checkpoint written, continue with --resume")
+                before = run.progress.env_step
+                run.collect()
+                run.learn()
+                run.record(before)
+        finally:
+            run.close()
     from .plot import plot_runs
     plot_runs([run_dir], run_dir / "curve.png")
-    final = np.mean([e.return_mean for e in progress.evals[-A:]])
-    print(f"funcsac: {progress.env_step} env steps x {A} agent(s), {progress.updates} updates each "
-          f"in {time.perf_counter() - start:.1f} s; final eval return {final:.1f}\n"
-          f"{timings.summary()}")
-    return TrainResult(state, progress.evals)
+    p = run.progress
+    final = np.mean([e.return_mean for e in p.evals[-len(run.agents):]])
+    print(f"funcsac: {p.env_step} env steps x {len(run.agents)} agent(s), {p.updates} updates "
+          f"each in {time.perf_counter() - run.start:.1f} s; final eval return {final:.1f}\n"
+          f"{run.timings.summary()}")
+    return TrainResult(run.state, p.evals)

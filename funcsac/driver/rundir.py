@@ -1,0 +1,39 @@
+"""The run directory: refusing to mix two runs in one, and moving an old run aside on request."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+RUN_FILES = ("config.json", "checkpoint.pt", "metrics.csv", "eval.csv", "replay")
+
+
+def run_files(run_dir: Path) -> list:
+    """The files and folders of a run that ``run_dir`` holds."""
+    return [name for name in RUN_FILES if (Path(run_dir) / name).exists()]
+
+
+def _aside(run_dir: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidates = (run_dir.with_name(f"{run_dir.name}.old-{stamp}{f'-{i}' if i else ''}")
+                  for i in range(1000))
+    return next(p for p in candidates if not p.exists())
+
+
+def prepare_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
+    """Make ``run_dir`` ready for a run. A new run refuses a directory that holds a run, unless
+    ``overwrite``, which renames the old directory to ``RUN_DIR.old-YYYYmmdd-HHMMSS`` (nothing is
+    deleted); ``resume`` needs the run to be there (checked when its checkpoint is read)."""
+    run_dir = Path(run_dir)
+    if resume and overwrite:
+        raise ValueError("--resume continues the run in the run directory and --overwrite moves "
+                         "it aside: give one of them")
+    found = run_files(run_dir)
+    if found and not resume:
+        if not overwrite:
+            raise ValueError(f"{run_dir} already holds a run ({', '.join(found)}); continue it "
+                             "with --resume, or give a new --run-dir (--overwrite moves the old "
+                             "run aside to RUN_DIR.old-TIMESTAMP)")
+        aside = _aside(run_dir)
+        run_dir.rename(aside)
+        print(f"funcsac: moved the previous run in {run_dir} to {aside}")
+    run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,164 @@
+"""Resume: exact on MuJoCo envs, safe against crafted checkpoints, incremental replay files,
+atomic against a full disk, and a documented fallback for envs that cannot be saved."""
+import csv
+import dataclasses
+import errno
+import pickle
+
+import pytest
+import torch
+
+import funcsac
+import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
+from funcsac.cli import main
+from funcsac.driver import checkpoint as checkpoint_module
+from funcsac.driver import loop
+from funcsac.driver.checkpoint import load_checkpoint
+
+TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
+            eval_episodes=1, log_every=100)
+
+
+def _eval_rows(run_dir):
+    with open(run_dir / "eval.csv", newline="") as f:
+        return list(csv.reader(f))
+
+
+def _leaves(state):
+    return torch.utils._pytree.tree_leaves(state)
+
+
+def _crash_at_eval(monkeypatch, step):
+    """Make the evaluation at ``step`` raise, as a crash would."""
+    real = loop.evaluate
+
+    def failing(*args, **kwargs):
+        if args[-1] >= step:
+            raise RuntimeError("simulated crash")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "evaluate", failing)
+    return lambda: monkeypatch.setattr(loop, "evaluate", real)
+
+
+def _assert_resume_is_exact(cfg, tmp_path, monkeypatch, crash_step):
+    straight = funcsac.train(cfg, tmp_path / "straight")
+    undo = _crash_at_eval(monkeypatch, crash_step)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        funcsac.train(cfg, tmp_path / "crashed")
+    undo()
+    resumed = funcsac.train(cfg, tmp_path / "crashed", resume=True)
+    assert _eval_rows(tmp_path / "crashed") == _eval_rows(tmp_path / "straight")
+    for x, y in zip(_leaves(resumed.state), _leaves(straight.state), strict=True):
+        assert torch.equal(x, y)
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Hopper-v5"])
+def test_mujoco_resume_after_crash_is_bitwise_exact(tmp_path, monkeypatch, env_id):
+    """The checkpoint at 300 falls mid-episode; Hopper terminates many episodes before it."""
+    cfg = funcsac.TrainConfig(env_id=env_id, total_steps=400, learning_starts=200,
+                              eval_every=300, checkpoint_every=300, seed=5,
+                              **{**TINY, "eval_episodes": 1})
+    _assert_resume_is_exact(cfg, tmp_path, monkeypatch, crash_step=400)
+
+
+def test_ring_buffer_wraps_across_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
+    """Replay chunks: each checkpoint writes only the new rows; chunks fully overwritten in the
+    ring are deleted; a resume from a wrapped buffer is exact."""
+    cfg = funcsac.TrainConfig(total_steps=700, learning_starts=100, eval_every=350,
+                              checkpoint_every=100, buffer_size=250, seed=2, **TINY)
+    _assert_resume_is_exact(cfg, tmp_path, monkeypatch, crash_step=700)
+    chunks = sorted(p.name for p in (tmp_path / "straight" / "replay" / "agent0").iterdir())
+    # rows 450..700 are live: chunks 400-500, 500-600, 600-700; older ones were deleted
+    assert chunks == ["000000000400-000000000500.pt", "000000000500-000000000600.pt",
+                      "000000000600-000000000700.pt"]
+
+
+def test_crafted_checkpoint_runs_no_code(tmp_path, capsys):
+    """An env field holding a pickle payload (or a pickled global anywhere) is refused; the
+    payload never runs."""
+    cfg = funcsac.TrainConfig(total_steps=100, learning_starts=50, eval_every=0, **TINY)
+    funcsac.train(cfg, tmp_path)
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    payload = load_checkpoint(tmp_path / "checkpoint.pt")
+    payload["envs"] = pickle.dumps(Payload())
+    torch.save(payload, tmp_path / "checkpoint.pt")
+    assert main(["train", "--run-dir", str(tmp_path), "--resume"]) == 2
+    assert "environment state cannot be restored" in capsys.readouterr().err
+    payload["envs"] = [Payload()]  # a global in the checkpoint's own pickle
+    torch.save(payload, tmp_path / "checkpoint.pt")
+    assert not marker.exists()
+    assert main(["train", "--run-dir", str(tmp_path), "--resume"]) == 2
+    assert "corrupt or unreadable" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_unsaveable_env_resumes_with_fresh_episodes_and_a_warning(tmp_path, monkeypatch):
+    cfg = funcsac.TrainConfig(env_id="funcsac-test/Count-v0", total_steps=60, learning_starts=20,
+                              eval_every=0, checkpoint_every=30, **TINY)
+    undo = _crash_at_eval(monkeypatch, 60)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        funcsac.train(cfg, tmp_path)
+    undo()
+    with pytest.warns(UserWarning, match="resume is not exact for funcsac-test/Count-v0.*"
+                                         "does not know how to save .*CountEnv"):
+        result = funcsac.train(cfg, tmp_path, resume=True)
+    assert result.evals[-1].step == 60
+
+
+def test_full_disk_during_checkpoint_keeps_the_old_one(tmp_path, monkeypatch):
+    cfg = funcsac.TrainConfig(total_steps=200, learning_starts=50, eval_every=0,
+                              checkpoint_every=100, **TINY)
+    funcsac.train(dataclasses.replace(cfg, total_steps=100), tmp_path)
+    before = (tmp_path / "checkpoint.pt").read_bytes()
+    real_save = torch.save
+
+    def full_disk(obj, f):
+        real_save(obj, f)
+        f.truncate(100)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint_module.torch, "save", full_disk)
+    with pytest.raises(ValueError, match="No space left on device.*previous version of it, if "
+                                         "any, is intact"):
+        funcsac.train(cfg, tmp_path, resume=True)
+    monkeypatch.setattr(checkpoint_module.torch, "save", real_save)
+    assert (tmp_path / "checkpoint.pt").read_bytes() == before
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.rglob("*.tmp"))
+    assert funcsac.train(cfg, tmp_path, resume=True).evals[-1].step == 200
+
+
+def test_a_new_run_refuses_a_run_directory_and_overwrite_moves_it_aside(tmp_path, capsys):
+    run = tmp_path / "run"
+    args = ["train", "--run-dir", str(run), "--total-steps", "20", "--learning-starts", "10",
+            "--batch-size", "4", "--hidden-sizes", "8", "--no-compile", "--no-progress",
+            "--eval-episodes", "1"]
+    assert main(args) == 0
+    before = (run / "eval.csv").read_text()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{run} already holds a run" in err and "--resume" in err and "--run-dir" in err
+    assert (run / "eval.csv").read_text() == before
+    assert main(args + ["--overwrite"]) == 0
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("run.old-")]
+    assert len(aside) == 1 and (aside[0] / "eval.csv").read_text() == before
+    assert main(args + ["--overwrite", "--resume"]) == 2
+
+
+def test_explicit_none_flag_overrides_config_file_and_resumed_value(tmp_path):
+    path = tmp_path / "my.toml"
+    path.write_text("max_grad_norm = 1.0\nnum_target_critics = 1\n")
+    run = tmp_path / "run"
+    args = ["train", "--run-dir", str(run), "--config", str(path), "--total-steps", "20",
+            "--learning-starts", "10", "--batch-size", "4", "--hidden-sizes", "8",
+            "--no-compile", "--no-progress", "--eval-episodes", "1"]
+    assert main(args + ["--max-grad-norm", "none", "--num-target-critics", "none"]) == 0
+    import json
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["max_grad_norm"] is None and saved["num_target_critics"] is None
+    assert saved["agent"]["num_target_critics"] == 2
