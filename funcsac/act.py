@@ -20,8 +20,13 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
                          f"got {list(obs.shape)}")
     if obs.dtype != cfg.dtype:
         raise ValueError(f"obs: expected dtype {cfg.dtype}, got {obs.dtype}")
+    if obs.device.type != torch.device(cfg.device).type:
+        raise ValueError(f"obs: expected device {cfg.device}, got {obs.device}")
     if not deterministic and key is None:
         raise ValueError("act: a stochastic action needs a key (funcsac.keys.split(...))")
+    if key is not None and key.device.type != torch.device(cfg.device).type:
+        raise ValueError(f"act: key on device {key.device}, expected the state's device "
+                         f"{cfg.device} (funcsac.keys.make_key(seed, device))")
     single = obs.dim() == 1
     obs = obs.unsqueeze(0) if single else obs
     mean, log_std = apply_actor(state.static.actor, state.actor, obs, cfg.log_std_min,

@@ -240,3 +240,86 @@ def test_preset_learns_pendulum(tmp_path, name):
     result = funcsac.train(cfg, tmp_path)
     assert result.state.step.item() == 1001 * 20
     assert max(e.return_mean for e in result.evals) >= -250, [e.return_mean for e in result.evals]
+
+
+def test_env_seeds_are_distinct_and_an_agent_does_not_depend_on_the_others():
+    from funcsac.driver.agents import agent_specs
+    from funcsac.driver.seeds import AgentSeeds
+    specs = agent_specs(seed=1, num_seeds=2, sweep="")
+    seeds = [AgentSeeds.of(a.seed, num_envs=2) for a in specs]
+    env_seeds = [e for s in seeds for e in s.envs]
+    assert len(set(env_seeds)) == 4
+    every = [v for s in seeds for v in (s.agent, s.loop, s.eval, *s.envs)]
+    assert len(set(every)) == len(every)
+    assert AgentSeeds.of(1, num_envs=3).envs[:2] == seeds[0].envs
+
+
+def test_agent_zero_of_two_seeds_equals_a_one_seed_run(tmp_path):
+    cfg = dataclasses.replace(SEEDS, total_steps=300, num_envs=2)
+    two = funcsac.train(dataclasses.replace(cfg, num_seeds=2), tmp_path / "two")
+    one = funcsac.train(cfg, tmp_path / "one")
+    np.testing.assert_allclose(_returns(tmp_path / "two", seed=cfg.seed), _returns(tmp_path / "one"),
+                               rtol=1e-6)
+    for x, y in zip(torch.utils._pytree.tree_leaves(two.state),
+                    torch.utils._pytree.tree_leaves(one.state)):
+        torch.testing.assert_close(x[0], y, rtol=1e-6, atol=1e-8)
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_tensor_given_to_update_and_act_is_on_the_configured_device(tmp_path, monkeypatch,
+                                                                           device):
+    seen = []
+
+    def checking(fn):
+        def wrapped(*args, **kwargs):
+            leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+            seen.extend(x.device for x in leaves if isinstance(x, torch.Tensor))
+            return fn(*args, **kwargs)
+        return wrapped
+
+    from funcsac.driver import evaluate as evaluate_module
+    monkeypatch.setattr(loop, "update", checking(loop.update))
+    monkeypatch.setattr(loop, "act", checking(loop.act))
+    monkeypatch.setattr(evaluate_module, "act", checking(evaluate_module.act))
+    cfg = dataclasses.replace(RESUME, total_steps=120, learning_starts=60, eval_every=0,
+                              device=device)
+    funcsac.train(cfg, tmp_path)
+    assert len(seen) > 100 and set(seen) == {torch.device(device, 0) if device == "cuda"
+                                             else torch.device(device)}
+
+
+def test_envs_are_closed_when_a_run_fails(tmp_path, monkeypatch):
+    closed = []
+    real_make = loop.make_vector_env
+
+    def recording(*args, **kwargs):
+        envs = real_make(*args, **kwargs)
+        real_close = envs.close
+        envs.close = lambda **kw: (closed.append(True), real_close(**kw))
+        return envs
+
+    monkeypatch.setattr(loop, "make_vector_env", recording)
+    monkeypatch.setattr(loop, "evaluate", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
+    with pytest.raises(RuntimeError):
+        funcsac.train(dataclasses.replace(RESUME, total_steps=60, learning_starts=30,
+                                          eval_every=30), tmp_path)
+    assert closed == [True]
+
+
+def test_csv_truncation_is_atomic(tmp_path, monkeypatch):
+    from funcsac.driver import atomic
+    from funcsac.driver.logs import CsvLog
+    log = CsvLog(tmp_path / "m.csv", ["step", "x"])
+    for s in range(5):
+        log.write({"step": s, "x": s * s})
+    before = (tmp_path / "m.csv").read_text()
+    monkeypatch.setattr(atomic.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("full")))
+    with pytest.raises(OSError):
+        log.truncate_after(2)
+    assert (tmp_path / "m.csv").read_text() == before and len(list(tmp_path.iterdir())) == 1
+    monkeypatch.undo()
+    log.truncate_after(2)
+    assert [r["step"] for r in csv.DictReader(open(tmp_path / "m.csv"))] == ["0", "1", "2"]
