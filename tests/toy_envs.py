@@ -28,3 +28,30 @@ class CountEnv(gym.Env):
 
 
 gym.register("funcsac-test/Count-v0", entry_point=CountEnv)
+
+
+class SpaceEnv(gym.Env):
+    """An env with the given spaces, returning ``obs_value`` as observation."""
+
+    def __init__(self, observation_space, action_space, obs_value=0.0):
+        self.observation_space, self.action_space = observation_space, action_space
+        self.obs_value = obs_value
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        obs = np.full(self.observation_space.shape, self.obs_value, np.float32)
+        return obs, 0.0, False, False, {}
+
+
+_BOX = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+gym.register("funcsac-test/DictObs-v0", entry_point=SpaceEnv, kwargs=dict(
+    observation_space=gym.spaces.Dict({"a": _BOX}), action_space=_BOX))
+gym.register("funcsac-test/TupleAction-v0", entry_point=SpaceEnv, kwargs=dict(
+    observation_space=_BOX, action_space=gym.spaces.Tuple((_BOX, _BOX))))
+gym.register("funcsac-test/UnboundedAction-v0", entry_point=SpaceEnv, kwargs=dict(
+    observation_space=_BOX, action_space=gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)))
+gym.register("funcsac-test/NaNObs-v0", entry_point=SpaceEnv, kwargs=dict(
+    observation_space=_BOX, action_space=_BOX, obs_value=np.nan))

@@ -102,8 +102,21 @@ class _TrainConfigMethods:
     """Validation and conversions of ``TrainConfig``."""
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
-        object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
+        for name in ("hidden_sizes", "adam_betas"):
+            value = getattr(self, name)
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"TrainConfig.{name} must be a list of numbers, got {value!r}")
+            object.__setattr__(self, name, tuple(value))
+        for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"TrainConfig.{name} must be a string, got "
+                                 f"{getattr(self, name)!r}")
+        for name in ("async_envs", "compile", "progress"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"TrainConfig.{name} must be true or false, got "
+                                 f"{getattr(self, name)!r}")
+        if not self.env_id:
+            raise ValueError("TrainConfig.env_id must name a gymnasium environment, got ''")
         parse_sweep(self.sweep)
         for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
                      "eval_episodes", "log_every"):

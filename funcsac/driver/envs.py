@@ -88,3 +88,12 @@ def transitions(mode: AutoresetMode, next_obs: np.ndarray, terminated: np.ndarra
     if done.any():
         true_next[done] = np.stack(infos["final_obs"][done])
     return np.ones_like(done), true_next
+
+
+def check_finite(env_id: str, step: int, **arrays) -> None:
+    """Raise ``ValueError`` if any of the named arrays an env returned holds NaN or inf."""
+    for name, x in arrays.items():
+        if not np.isfinite(x).all():
+            raise ValueError(f"{env_id} returned a non-finite {name} (NaN or inf) at env step "
+                             f"{step}; funcsac trains on finite observations and rewards: fix "
+                             "or wrap the environment (the last checkpoint is intact)")

@@ -32,8 +32,8 @@ from .buffer import ReplayBuffer
 from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
                          state_leaves)
 from .config import RUN_LENGTH_FIELDS, TrainConfig
-from .envs import (autoreset_mode, env_spec, make_eval_env, make_vector_env, scale_action,
-                   transitions)
+from .envs import (autoreset_mode, check_finite, env_spec, make_eval_env, make_vector_env,
+                   scale_action, transitions)
 from .envstate import EnvStateError, restore_envs, save_envs, unsaveable_envs
 from .evaluate import EvalResult, evaluate
 from .logs import EVAL_COLUMNS, PHASES, CsvLog, TensorBoard, Timings
@@ -261,6 +261,7 @@ class Run:
                 scale_action(action, spec).astype(self.envs.single_action_space.dtype))
             valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,
                                            p.prev_done)
+            check_finite(cfg.env_id, p.env_step + n, observation=true_next, reward=reward)
             for i, buffer in enumerate(self.buffers):
                 rows = slice(i * n, (i + 1) * n)
                 buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[rows][valid[rows]]) for x in (
