@@ -47,9 +47,67 @@ def test_compiled_draws_equal_eager():
     assert torch.equal(compiled[1], eager[1])
 
 
+def test_compiled_draws_of_symbolic_sizes_equal_eager():
+    """With dynamic shapes the size enters the hash as a symbolic scalar (inductor compiles it in
+    seconds)."""
+    f = lambda k, x: (keys.normal(k, x.shape), keys.randint(k, x.shape, 7))  # noqa: E731
+    compiled = torch.compile(f, fullgraph=True, dynamic=True)
+    k = keys.make_key(12)
+    for n in (6, 9):
+        eager, got = f(k, torch.zeros(n, 3)), compiled(k, torch.zeros(n, 3))
+        torch.testing.assert_close(got[0], eager[0])
+        assert torch.equal(got[1], eager[1])
+
+
 def test_streams_of_keys_one_bit_apart_are_uncorrelated():
     base = keys.make_key(5)
     z = keys.normal(base, (100_000,), torch.float64)
     for flip in ([1, 0], [0, 1], [1 << 31, 0]):
         other = keys.normal(base ^ torch.tensor(flip), (100_000,), torch.float64)
         assert abs(torch.corrcoef(torch.stack([z, other]))[0, 1].item()) < 0.01
+
+
+def _inverse_box_muller(z):
+    """The uniforms ``[2 * half]`` a Box-Muller draw ``z [2 * half]`` was made from."""
+    x, y = z.chunk(2)
+    return torch.cat([torch.exp(-0.5 * (x.square() + y.square())),
+                      torch.remainder(torch.atan2(y, x) / (2 * torch.pi), 1.0)])
+
+
+def _uncorrelated(a, b):
+    return abs(torch.corrcoef(torch.stack([a.double(), b.double()]))[0, 1].item()) < 0.01
+
+
+def test_split_of_different_sizes_gives_different_keys():
+    k = keys.make_key(0)
+    two, three = keys.split(k, 2), keys.split(k, 3)
+    assert not (two[:, None] == three[None]).all(-1).any()
+
+
+def test_uniforms_of_different_sizes_are_independent():
+    k = keys.make_key(1)
+    assert not (keys.uniform(k, (5,))[:, None] == keys.uniform(k, (10,))[None]).any()
+    n = 200_000
+    assert _uncorrelated(keys.uniform(k, (n,)), keys.uniform(k, (2 * n,))[:n])
+    assert _uncorrelated(keys.normal(k, (n,)), keys.normal(k, (2 * n,))[:n])
+
+
+def test_kinds_of_draw_from_one_key_are_independent():
+    """Keys, uniforms, integers and normals from one key, each as the uniforms it was made of."""
+    k, n = keys.make_key(2), 200_000
+    draws = {"split": keys.split(k, n // 2).flatten().double() / 2 ** 32,
+             "uniform": keys.uniform(k, (n,), torch.float64),
+             "randint": keys.randint(k, (n,), 2 ** 32 - 1).double() / 2 ** 32,
+             "normal": _inverse_box_muller(keys.normal(k, (n,), torch.float64))}
+    names = list(draws)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert _uncorrelated(draws[a], draws[b]), (a, b)
+
+
+def test_fold_in_differs_from_split():
+    k = keys.make_key(3)
+    folded = torch.stack([keys.fold_in(k, d) for d in range(4)])
+    for num in (1, 2, 4):
+        assert not (folded[:, None] == keys.split(k, num)[None]).all(-1).any()
+    assert len({tuple(f.tolist()) for f in folded}) == 4
