@@ -17,7 +17,8 @@ from .networks import Params
 
 
 class AdamState(NamedTuple):
-    """Adam's state: step count (0-d, float) and first/second moments shaped like the params."""
+    """Adam's state: step count (0-d int64, exact at any length of run) and first/second moments
+    shaped like the params."""
 
     count: torch.Tensor
     mu: Params
@@ -28,7 +29,7 @@ def adam_init(params: Params) -> AdamState:
     """Zero moments and a zero step count for ``params``."""
     first = next(iter(params.values()))
     zeros = lambda: {k: torch.zeros_like(v) for k, v in params.items()}  # noqa: E731
-    return AdamState(torch.zeros((), dtype=first.dtype, device=first.device), zeros(), zeros())
+    return AdamState(torch.zeros((), dtype=torch.int64, device=first.device), zeros(), zeros())
 
 
 def global_norm(tree: Params) -> torch.Tensor:
@@ -53,7 +54,8 @@ def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tenso
 
     ``grad_norm`` is the global norm of ``grads`` before clipping; with ``max_grad_norm`` the
     gradients are scaled by ``min(1, max_grad_norm / (grad_norm + 1e-6))`` as
-    ``torch.nn.utils.clip_grad_norm_`` does.
+    ``torch.nn.utils.clip_grad_norm_`` does. The bias corrections are computed in the dtype of
+    ``lr`` (a 0-d tensor; a Python float means float64).
     """
     b1, b2 = betas
     grad_norm = global_norm(grads)
@@ -65,8 +67,9 @@ def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tenso
     count = state.count + 1
     # b ** count written as exp(count * log b): inductor computes a reused exp once, where it
     # would recompute a pow in every vectorised iteration of every parameter's update loop
-    step_size = lr / (1 - torch.exp(count * _log(b1)))
-    root_bc2 = torch.sqrt(1 - torch.exp(count * _log(b2)))
+    t = count.to(lr.dtype if isinstance(lr, torch.Tensor) else torch.float64)
+    step_size = lr / (1 - torch.exp(t * _log(b1)))
+    root_bc2 = torch.sqrt(1 - torch.exp(t * _log(b2)))
     mu, nu, new = {}, {}, {}
     for k, p in params.items():
         g = grads[k]

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -57,3 +59,30 @@ def test_pure_and_flushes_denormals():
     for t in (state.mu["w"], state.nu["w"]):
         assert ((t == 0) | (t.abs() >= tiny)).all()
     assert (state.mu["w"] == 0).all()
+
+
+def test_step_count_is_exact_beyond_float32_precision():
+    """In float32 2**24 + 1 rounds to 2**24; at that count the bias corrections are 1."""
+    params = {"w": torch.ones(3)}
+    state = funcsac.adam_init(params)
+    state = state._replace(count=state.count + 2 ** 24)
+    w, mu, nu = 1.0, 0.0, 0.0
+    for expected in (2 ** 24 + 1, 2 ** 24 + 2):
+        params, state, _ = funcsac.adam_update({"w": torch.ones(3)}, state, params,
+                                               torch.tensor(1e-3))
+        assert state.count.item() == expected
+        mu, nu = 0.9 * mu + 0.1, 0.999 * nu + 0.001
+        w -= 1e-3 * mu / (math.sqrt(nu) + 1e-8)
+    assert state.count.dtype == torch.int64
+    torch.testing.assert_close(params["w"], torch.full((3,), w))
+
+
+def test_bias_corrections_in_the_learning_rate_dtype():
+    params = {"w": torch.ones(3, dtype=torch.float64)}
+    grads = {"w": torch.full((3,), 0.5, dtype=torch.float64)}
+    lr = torch.tensor(0.1, dtype=torch.float64)
+    new, state, _ = funcsac.adam_update(grads, funcsac.adam_init(params), params, lr)
+    # bias-corrected, the first step moves each weight by lr * g / (|g| + eps)
+    expected = 1 - 0.1 * 0.5 / (0.5 + 1e-8)
+    torch.testing.assert_close(new["w"], torch.full((3,), expected, dtype=torch.float64),
+                               rtol=1e-15, atol=0)
