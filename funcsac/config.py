@@ -24,6 +24,11 @@ class SACConfig:
     ``[B, obs_dim + act_dim]`` to ``[B, 1]``. ``None`` means the default ReLU MLPs (the critic with
     ``critic_dropout`` and ``critic_layer_norm``); a custom critic may use
     ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
+
+    Weight decay applies to the parameters ``weight_decay_on`` names: ``"weights"``, those of >= 2
+    dimensions (not biases nor normalisation scales), or ``"all"`` trainable parameters. Module
+    buffers (a BatchNorm's running statistics) and parameters with ``requires_grad=False`` travel
+    in the state but are never trained, decayed nor averaged into the targets.
     """
 
     obs_dim: int
@@ -42,6 +47,7 @@ class SACConfig:
     policy_delay: int = 1
     max_grad_norm: Optional[float] = None  # None: no clipping
     weight_decay: float = 0.0  # decoupled (AdamW); 0 gives Adam
+    weight_decay_on: str = "weights"  # "weights" (parameters of >= 2 dims) or "all"
     adam_betas: tuple = (0.9, 0.999)
     adam_eps: float = 1e-8
     log_std_min: float = -5.0
@@ -105,6 +111,8 @@ def validate_config(cfg: SACConfig) -> None:
              "max_grad_norm", "must be None or a number > 0", cfg.max_grad_norm)
     _require(_is_real(cfg.weight_decay) and cfg.weight_decay >= 0.0, "weight_decay",
              "must be a number >= 0", cfg.weight_decay)
+    _require(cfg.weight_decay_on in ("weights", "all"), "weight_decay_on",
+             "must be 'weights' (parameters of >= 2 dims) or 'all'", cfg.weight_decay_on)
     _require(len(cfg.adam_betas) == 2 and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.adam_betas),
              "adam_betas", "must be two numbers in [0, 1)", cfg.adam_betas)
     _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)

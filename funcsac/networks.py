@@ -3,6 +3,11 @@
 Modules are templates kept on the ``meta`` device; their weights live in parameter dicts that are
 passed to ``torch.func.functional_call``. The critic ensemble is N independently initialised
 modules stacked along a leading axis and evaluated in one ``torch.func.vmap``.
+
+A parameter dict also holds the module's buffers (a BatchNorm's running statistics). They are
+read-only: every forward pass runs on copies of them, so a module that updates a buffer in place
+in training mode leaves the caller's tensors unchanged (a BatchNorm normalises with the statistics
+of its batch and its running statistics stay as initialised).
 """
 from __future__ import annotations
 
@@ -76,6 +81,14 @@ def default_critic(obs_dim: int, act_dim: int, hidden_sizes, layer_norm: bool = 
     return mlp(obs_dim + act_dim, 1, hidden_sizes, layer_norm=layer_norm, dropout=dropout)
 
 
+def decay_mask(module: nn.Module, weight_decay_on: str) -> Dict[str, bool]:
+    """The module's trainable parameter names (``requires_grad``), each mapped to whether weight
+    decay applies to it: with ``"weights"`` to parameters of >= 2 dims (not biases nor
+    normalisation scales), with ``"all"`` to every one."""
+    return {name: weight_decay_on == "all" or p.dim() >= 2
+            for name, p in module.named_parameters() if p.requires_grad}
+
+
 def module_params(module: nn.Module) -> Params:
     """Detached parameters and buffers of ``module`` by name."""
     named = {**dict(module.named_parameters()), **dict(module.named_buffers())}
@@ -94,13 +107,19 @@ def cast_params(params: Params, device, dtype) -> Params:
             for k, v in params.items()}
 
 
+def _forward(template: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:
+    """``template`` applied to ``x`` with ``params``, its buffers copied first."""
+    copies = {n: params[n].clone() for n, _ in template.named_buffers() if n in params}
+    return functional_call(template, {**params, **copies}, (x,))
+
+
 def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
                 log_std_min: float, log_std_max: float) -> Tuple[torch.Tensor, torch.Tensor]:
     """Policy head: ``obs [B, obs_dim] -> (mean [B, act], log_std [B, act])``.
 
     The raw log-std is squashed smoothly into ``[log_std_min, log_std_max]`` with a tanh.
     """
-    out = functional_call(template, params, (obs,))
+    out = _forward(template, params, obs)
     mean, raw = out.chunk(2, dim=-1)
     log_std = log_std_min + 0.5 * (log_std_max - log_std_min) * (torch.tanh(raw) + 1.0)
     return mean, log_std
@@ -111,7 +130,7 @@ def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action:
     """One critic: ``(obs [B, obs_dim], action [B, act]) -> Q [B]``; ``key`` draws the dropout
     masks (None: no dropout)."""
     params = with_dropout_keys(params, dropout_key_names(template), key)
-    return functional_call(template, params, (torch.cat([obs, action], dim=-1),)).squeeze(-1)
+    return _forward(template, params, torch.cat([obs, action], dim=-1)).squeeze(-1)
 
 
 def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,

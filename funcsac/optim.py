@@ -8,7 +8,7 @@ slow CPU arithmetic tenfold.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional, Tuple
+from typing import Mapping, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -48,9 +48,13 @@ def _flush(x: torch.Tensor) -> torch.Tensor:
 
 def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tensor, *,
                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                weight_decay: float = 0.0, decoupled: bool = True,
+                weight_decay: float = 0.0, decay_mask: Optional[Mapping[str, bool]] = None,
+                decoupled: bool = True,
                 max_grad_norm: Optional[float] = None) -> Tuple[Params, AdamState, torch.Tensor]:
     """One Adam step; AdamW when ``decoupled`` (weight decay ``lr * wd * p``), else L2 in the grads.
+
+    ``decay_mask`` maps each name to whether weight decay applies to it (static Python bools;
+    None: to every parameter).
 
     ``grad_norm`` is the global norm of ``grads`` before clipping; with ``max_grad_norm`` the
     gradients are scaled by ``min(1, max_grad_norm / (grad_norm + 1e-6))`` as
@@ -62,8 +66,9 @@ def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tenso
     if max_grad_norm is not None:
         scale = torch.clamp(max_grad_norm / (grad_norm + 1e-6), max=1.0)
         grads = {k: g * scale for k, g in grads.items()}
-    if weight_decay and not decoupled:
-        grads = {k: g + weight_decay * params[k] for k, g in grads.items()}
+    decays = {k: bool(weight_decay) and (decay_mask is None or decay_mask[k]) for k in params}
+    if not decoupled:
+        grads = {k: g + weight_decay * params[k] if decays[k] else g for k, g in grads.items()}
     count = state.count + 1
     # b ** count written as exp(count * log b): inductor computes a reused exp once, where it
     # would recompute a pow in every vectorised iteration of every parameter's update loop
@@ -75,7 +80,7 @@ def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tenso
         g = grads[k]
         mu[k] = _flush(torch.lerp(state.mu[k], g, 1 - b1))
         nu[k] = _flush(torch.lerp(state.nu[k], g * g, 1 - b2))
-        if weight_decay and decoupled:
+        if decays[k] and decoupled:
             p = p * (1 - lr * weight_decay)
         new[k] = p - step_size * mu[k] / (torch.sqrt(nu[k]) / root_bc2 + eps)
     return new, AdamState(count, mu, nu), grad_norm

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import NamedTuple
+from typing import Dict, NamedTuple
 
 import optree
 import torch
@@ -13,8 +13,8 @@ from torch import nn
 
 from . import keys
 from .config import SACConfig
-from .networks import (Params, cast_params, default_actor, default_critic, module_params,
-                       stack_params)
+from .networks import (Params, cast_params, decay_mask, default_actor, default_critic,
+                       module_params, stack_params)
 from .optim import AdamState, adam_init
 
 
@@ -31,7 +31,9 @@ class HParams(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Static:
-    """The non-tensor part of a state: the config and the weightless module templates.
+    """The non-tensor part of a state: the config, the weightless module templates and, per
+    network, its trainable parameter names mapped to whether weight decay applies to each (the
+    rest of a parameter dict, buffers and frozen parameters, is never trained).
 
     Two ``Static`` with equal configs are equal, so states built from the same config share one
     pytree structure.
@@ -40,6 +42,8 @@ class Static:
     config: SACConfig
     actor: nn.Module
     critic: nn.Module
+    actor_trainable: Dict[str, bool]
+    critic_trainable: Dict[str, bool]
 
     def __eq__(self, other):
         return isinstance(other, Static) and self.config == other.config
@@ -110,12 +114,20 @@ def static_for(config: SACConfig) -> Static:
     if config not in _STATICS:
         with torch.device("meta"):
             actor, (critic,) = _build(config, 1)
-        _STATICS[config] = Static(config, actor, critic)
+        on = config.weight_decay_on
+        _STATICS[config] = Static(config, actor, critic, decay_mask(actor, on),
+                                  decay_mask(critic, on))
     return _STATICS[config]
 
 
+def trainable(params: Params, names) -> Params:
+    """The entries of ``params`` named in ``names`` (e.g. ``Static.actor_trainable``)."""
+    return {k: params[k] for k in names}
+
+
 def init_state(config: SACConfig, seed: int = 0) -> SACState:
-    """A fresh agent: N independently initialised critics, targets equal to them, zero moments.
+    """A fresh agent: N independently initialised critics, targets equal to them, zero moments
+    (for the trainable parameters only).
 
     Weights are drawn from ``torch.manual_seed(seed)`` inside a forked RNG, so the global torch
     RNG is left untouched; the state's key is ``keys.make_key(seed)``.
@@ -134,8 +146,8 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         actor=actor_params,
         critic=critic_params,
         target_critic={k: v.clone() for k, v in critic_params.items()},
-        actor_opt=adam_init(actor_params),
-        critic_opt=adam_init(critic_params),
+        actor_opt=adam_init(trainable(actor_params, static.actor_trainable)),
+        critic_opt=adam_init(trainable(critic_params, static.critic_trainable)),
         alpha_opt=adam_init({"log_alpha": log_alpha}),
         log_alpha=log_alpha,
         key=keys.make_key(seed, dev),

@@ -3,7 +3,8 @@
 Order (as in jaxrl): critic step, polyak target update, actor step against the new critics,
 temperature step on the actor's log-probs. The actor and the temperature change only every
 ``policy_delay`` steps, chosen with tensor arithmetic so that one compiled graph serves every step.
-All randomness comes from ``state.key``.
+All randomness comes from ``state.key``. Gradients, Adam and the polyak average cover the trainable
+parameters only (``Static.actor_trainable``, ``Static.critic_trainable``); buffers stay unchanged.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .batch import Batch, check_batch_structure
 from .networks import Params, apply_actor, apply_critics
 from .optim import adam_update
 from .policy import tanh_gaussian_sample
-from .state import SACState, check_state
+from .state import SACState, check_state, trainable
 
 Metrics = Dict[str, torch.Tensor]
 
@@ -27,7 +28,7 @@ METRIC_NAMES = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "
 
 
 def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
-    """Polyak averaging ``target + tau * (online - target)``, leaf by leaf."""
+    """Polyak averaging ``target + tau * (online - target)`` for each name in ``target``."""
     return {k: t + tau * (online[k] - t) for k, t in target.items()}
 
 
@@ -52,9 +53,18 @@ def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     return batch.reward + state.hparams.gamma * not_done * soft_value
 
 
-def _adam(grads, opt_state, params, lr, cfg):
-    return adam_update(grads, opt_state, params, lr, betas=cfg.adam_betas, eps=cfg.adam_eps,
-                       weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm)
+def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, lr, cfg,
+           *args):
+    """Differentiate ``loss_fn(params, *args)`` with respect to the trainable entries of ``params``
+    (the names in ``mask``, which says where weight decay applies) and take an Adam step on them;
+    buffers pass through unchanged. Returns ``(params, opt_state, grad_norm, (loss, aux))``."""
+    train = trainable(params, mask)
+    grads, out = torch.func.grad_and_value(
+        lambda p, *a: loss_fn({**params, **p}, *a), has_aux=True)(train, *args)
+    new, opt_state, norm = adam_update(grads, opt_state, train, lr, betas=cfg.adam_betas,
+                                       eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
+                                       decay_mask=mask, max_grad_norm=cfg.max_grad_norm)
+    return {**params, **new}, opt_state, norm, out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,14 +91,16 @@ def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tupl
         alpha = torch.exp(state.log_alpha)
 
         target_q = td_target(state, batch, k_target)
-        c_grads, (c_loss, q) = torch.func.grad_and_value(loss_fns.critic, has_aux=True)(
-            state.critic, static, batch.obs, batch.action, target_q, k_critic)
-        critic, critic_opt, c_norm = _adam(c_grads, state.critic_opt, state.critic, hp.critic_lr, cfg)
-        target_critic = soft_update(state.target_critic, critic, hp.tau)
+        critic, critic_opt, c_norm, (c_loss, q) = _train(
+            loss_fns.critic, state.critic, static.critic_trainable, state.critic_opt,
+            hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic)
+        names = static.critic_trainable
+        target_critic = {**state.target_critic,
+                         **soft_update(trainable(state.target_critic, names), critic, hp.tau)}
 
-        a_grads, (a_loss, log_prob) = torch.func.grad_and_value(loss_fns.actor, has_aux=True)(
-            state.actor, critic, static, batch.obs, alpha, k_actor)
-        actor, actor_opt, a_norm = _adam(a_grads, state.actor_opt, state.actor, hp.actor_lr, cfg)
+        actor, actor_opt, a_norm, (a_loss, log_prob) = _train(
+            loss_fns.actor, state.actor, static.actor_trainable, state.actor_opt, hp.actor_lr,
+            cfg, critic, static, batch.obs, alpha, k_actor)
 
         t_grad, (t_loss, _) = torch.func.grad_and_value(loss_fns.temperature, has_aux=True)(
             state.log_alpha, log_prob.detach(), hp.target_entropy)

@@ -32,12 +32,19 @@ class ReferenceSAC:
         self.log_alpha = nn.Parameter(state.log_alpha.clone())
         betas, eps = cfg.adam_betas, cfg.adam_eps
         opt = torch.optim.AdamW if cfg.weight_decay else torch.optim.Adam
-        kw = dict(betas=betas, eps=eps, weight_decay=cfg.weight_decay)
-        self.actor_opt = opt(self.actor.parameters(), lr=cfg.actor_lr, **kw)
-        self.critic_opt = opt([p for c in self.critics for p in c.parameters()], lr=cfg.critic_lr, **kw)
+        self.actor_opt = opt(self._groups([self.actor]), lr=cfg.actor_lr, betas=betas, eps=eps)
+        self.critic_opt = opt(self._groups(self.critics), lr=cfg.critic_lr, betas=betas, eps=eps)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr, betas=betas, eps=eps)
         self.key = state.key.clone()
         self.step = 0
+
+    def _groups(self, modules):
+        """Parameter groups: weight decay on matrices only, or on all with weight_decay_on="all"."""
+        params = [p for m in modules for p in m.parameters()]
+        decayed = [self.cfg.weight_decay_on == "all" or p.dim() >= 2 for p in params]
+        return [{"params": [p for p, d in zip(params, decayed) if d],
+                 "weight_decay": self.cfg.weight_decay},
+                {"params": [p for p, d in zip(params, decayed) if not d], "weight_decay": 0.0}]
 
     def dist(self, obs):
         cfg = self.cfg

@@ -17,6 +17,7 @@ from helpers import make_batch, small_config
     ("init_alpha", 0.0, "init_alpha"),
     ("policy_delay", 1.5, "policy_delay"),
     ("max_grad_norm", -1.0, "max_grad_norm"),
+    ("weight_decay_on", "biases", "weight_decay_on must be 'weights'"),
     ("log_std_min", 3.0, "log_std_min"),
     ("actor_q_reduction", "max", "actor_q_reduction"),
     ("dtype", torch.int32, "dtype"),

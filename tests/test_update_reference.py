@@ -14,6 +14,7 @@ CASES = {
     "delay3": dict(policy_delay=3),
     "fixed_alpha": dict(learn_alpha=False, init_alpha=0.3),
     "adamw_clip": dict(weight_decay=0.01, max_grad_norm=1.0),
+    "adamw_all": dict(weight_decay=0.01, weight_decay_on="all"),
 }
 
 

@@ -83,6 +83,8 @@ _HELP = {
     "policy_delay": "gradient steps between actor and temperature updates",
     "max_grad_norm": "clip each network's gradient to this global norm (none: no clipping)",
     "weight_decay": "decoupled (AdamW) weight decay",
+    "weight_decay_on": "parameters weight decay applies to: weights (>= 2 dims: not biases nor "
+                       "normalisation scales) or all",
     "adam_betas": "Adam's beta1 beta2",
     "adam_eps": "Adam's epsilon",
     "log_std_min": "lower bound of the policy's log standard deviation",
