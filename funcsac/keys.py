@@ -38,7 +38,7 @@ def _mix32(x):
 
 
 def _tag(kind: int, data: int = 0) -> tuple:
-    """Two 32-bit words (Python ints) hashing a kind of draw and an integer (the folded-in value)."""
+    """Two 32-bit words (Python ints) hashing a kind of draw and an integer (a folded-in value)."""
     w0 = _mix32(_mix32((data & _MASK32) ^ kind) ^ ((data >> 32) & _MASK32))
     return w0, _mix32(w0 ^ kind)
 
