@@ -8,9 +8,23 @@ A parameter dict also holds the module's buffers (a BatchNorm's running statisti
 read-only: every forward pass runs on copies of them, so a module that updates a buffer in place
 in training mode leaves the caller's tensors unchanged (a BatchNorm normalises with the statistics
 of its batch and its running statistics stay as initialised).
+
+Threads: ``functional_call`` swaps the given tensors into the module it runs for the length of the
+call, so eager calls run each thread's own copy of a template (``thread_template``, the main
+thread's too) and the shared templates of ``Static`` are only ever read. Guaranteed: eager
+``update``, ``update_many``, ``act``, the losses and the apply functions called from several threads
+at once give the results of sequential calls. Compiled functions use the shared templates, whose
+tensors their guards check on every call; eager calls never swap into them, so a compiled function
+that has been called once runs in several threads, beside eager calls, without recompiling. Not
+guaranteed: compiling (a first call or a recompile) in several threads at once, which torch.compile
+itself does not promise, and CUDA graphs (``mode="reduce-overhead"``) from several threads. A change
+made to a shared template after a thread copied it (such as ``.eval()``) does not reach the copy.
 """
 from __future__ import annotations
 
+import copy
+import threading
+import weakref
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -107,10 +121,28 @@ def cast_params(params: Params, device, dtype) -> Params:
             for k, v in params.items()}
 
 
+_THREAD = threading.local()
+
+
+def thread_template(template: nn.Module) -> nn.Module:
+    """This thread's own copy of ``template`` (made on first use; ``template`` itself while
+    compiling), for ``functional_call`` to swap tensors into without racing other threads."""
+    if torch.compiler.is_compiling():
+        return template
+    copies = getattr(_THREAD, "copies", None)
+    if copies is None:
+        copies = _THREAD.copies = weakref.WeakKeyDictionary()
+    own = copies.get(template)
+    if own is None:
+        own = copies[template] = copy.deepcopy(template)
+    return own
+
+
 def _forward(template: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:
-    """``template`` applied to ``x`` with ``params``, its buffers copied first."""
-    copies = {n: params[n].clone() for n, _ in template.named_buffers() if n in params}
-    return functional_call(template, {**params, **copies}, (x,))
+    """``template`` (this thread's copy) applied to ``x`` with ``params``, buffers copied first."""
+    module = thread_template(template)
+    copies = {n: params[n].clone() for n, _ in module.named_buffers() if n in params}
+    return functional_call(module, {**params, **copies}, (x,))
 
 
 def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import threading
 from typing import Dict, NamedTuple
 
 import optree
@@ -98,6 +99,7 @@ torch_pytree.register_pytree_node(SACState, _flatten, lambda ch, static: _unflat
                                   serialized_type_name="funcsac.SACState")
 
 _STATICS: dict = {}
+_INIT_LOCK = threading.Lock()  # init_state seeds the process-wide torch RNG
 
 
 def _build(config: SACConfig, num_critics: int):
@@ -130,11 +132,12 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
     (for the trainable parameters only).
 
     Weights are drawn from ``torch.manual_seed(seed)`` inside a forked RNG, so the global torch
-    RNG is left untouched; the state's key is ``keys.make_key(seed)``.
+    RNG is left untouched; the state's key is ``keys.make_key(seed)``. Concurrent calls take
+    turns; other threads should not draw from the global torch RNG meanwhile.
     """
     static = static_for(config)
     dev, dt = torch.device(config.device), config.dtype
-    with torch.random.fork_rng(devices=[]):
+    with _INIT_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         with torch.device("cpu"):
             actor, critics = _build(config, config.num_critics)
