@@ -61,15 +61,17 @@ class SACConfig:
     dtype: torch.dtype = torch.float32
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden_sizes", tuple(self.hidden_sizes))
-        object.__setattr__(self, "adam_betas", tuple(self.adam_betas))
+        for name in ("hidden_sizes", "adam_betas"):
+            value = getattr(self, name)
+            _require(isinstance(value, (list, tuple)), name, "must be a sequence of numbers", value)
+            object.__setattr__(self, name, tuple(value))
         try:
             object.__setattr__(self, "device", str(torch.device(self.device)))
         except (RuntimeError, TypeError) as e:
             raise ValueError(f"SACConfig.device must name a torch device, got {self.device!r}") from e
-        if self.num_target_critics is None:
+        if self.num_target_critics is None and _is_int(self.num_critics):
             object.__setattr__(self, "num_target_critics", min(2, self.num_critics))
-        if self.target_entropy is None:
+        if self.target_entropy is None and _is_int(self.act_dim):
             object.__setattr__(self, "target_entropy", -float(self.act_dim))
         validate_config(self)
 

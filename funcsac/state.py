@@ -172,10 +172,16 @@ def _check_params(name: str, params: Params, template: nn.Module, lead: tuple) -
 
 
 def check_state(state: SACState) -> None:
-    """Raise ``ValueError`` if the state's parameters do not have the shapes its config implies
-    (shapes only, so it is free under ``torch.compile``)."""
+    """Raise ``ValueError`` if the state's parameters do not have the shapes its config implies,
+    or its key, step or temperature is on another device (metadata only, so it is free under
+    ``torch.compile``)."""
     if not isinstance(state, SACState):
         raise ValueError(f"expected a funcsac.SACState, got {type(state).__name__}")
+    device = torch.device(state.config.device)
+    for name in ("key", "step", "log_alpha"):
+        x = getattr(state, name)
+        if x.device.type != device.type:
+            raise ValueError(f"SACState.{name} is on device {x.device}, its config says {device}")
     n = (state.config.num_critics,)
     _check_params("actor", state.actor, state.static.actor, ())
     _check_params("critic", state.critic, state.static.critic, n)

@@ -74,3 +74,14 @@ def test_mismatched_state_and_config():
         funcsac.update(state.replace(critic=three.critic), make_batch(state.config))
     with pytest.raises(ValueError, match=r"obs: expected shape \[B, 5\]"):
         funcsac.act(state, torch.zeros(3, 4))
+
+
+def test_state_or_key_on_another_device():
+    cfg = small_config()
+    state = funcsac.init_state(cfg, seed=0)
+    with pytest.raises(ValueError, match="SACState.key is on device meta, its config says cpu"):
+        funcsac.update(state.replace(key=torch.empty(2, dtype=torch.int64, device="meta")),
+                       make_batch(cfg))
+    with pytest.raises(ValueError, match="act: key on device meta, expected the state's device"):
+        funcsac.act(state, torch.zeros(5), deterministic=False,
+                    key=torch.empty(2, dtype=torch.int64, device="meta"))
