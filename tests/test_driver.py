@@ -258,8 +258,8 @@ def test_agent_zero_of_two_seeds_equals_a_one_seed_run(tmp_path):
     cfg = dataclasses.replace(SEEDS, total_steps=300, num_envs=2)
     two = funcsac.train(dataclasses.replace(cfg, num_seeds=2), tmp_path / "two")
     one = funcsac.train(cfg, tmp_path / "one")
-    np.testing.assert_allclose(_returns(tmp_path / "two", seed=cfg.seed), _returns(tmp_path / "one"),
-                               rtol=1e-6)
+    np.testing.assert_allclose(_returns(tmp_path / "two", seed=cfg.seed),
+                               _returns(tmp_path / "one"), rtol=1e-6)
     for x, y in zip(torch.utils._pytree.tree_leaves(two.state),
                     torch.utils._pytree.tree_leaves(one.state)):
         torch.testing.assert_close(x[0], y, rtol=1e-6, atol=1e-8)
@@ -269,8 +269,8 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_every_tensor_given_to_update_and_act_is_on_the_configured_device(tmp_path, monkeypatch,
-                                                                           device):
+def test_every_tensor_given_to_update_and_act_is_on_the_configured_device(
+        tmp_path, monkeypatch, device):
     seen = []
 
     def checking(fn):

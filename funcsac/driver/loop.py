@@ -248,8 +248,9 @@ class Run:
         with self.timings.phase("collect"):
             p.key, k_act = _split_keys(p.key)
             if p.env_step < cfg.learning_starts:
-                uniform = lambda key: keys.uniform(key, (n, spec.act_dim), torch.float64)  # noqa: E731
-                action = torch.func.vmap(uniform)(k_act) * 2 - 1
+                shape = (n, spec.act_dim)
+                action = torch.func.vmap(lambda k: keys.uniform(k, shape, torch.float64))(k_act)
+                action = action * 2 - 1
             else:
                 with torch.no_grad():
                     obs_t = torch.as_tensor(p.obs, dtype=self.sac_config.dtype,
