@@ -11,7 +11,7 @@ from pathlib import Path
 from .atomic import write_atomically
 
 EVAL_COLUMNS = ["step", "return_mean", "return_std", "episode_length_mean"]
-PHASES = ("collect", "update", "eval", "checkpoint")
+PHASES = ("compile", "collect", "update", "eval", "checkpoint")
 
 
 class Timings:

@@ -285,7 +285,8 @@ class Run:
         if p.env_step < cfg.learning_starts or self.buffers[0].size < cfg.batch_size:
             return
         k = cfg.utd * cfg.num_envs
-        with self.timings.phase("update"):
+        # the first call of the process compiles (or, eagerly, warms up)
+        with self.timings.phase("compile" if self.metrics is None else "update"):
             p.key, k_sample = _split_keys(p.key)
             rows = [b.sample(key, cfg.batch_size * k) for b, key in zip(self.buffers, k_sample)]
             if k > 1:
