@@ -42,9 +42,11 @@ class ReplayBuffer:
 
     def write(self, start: int, rows: Batch) -> None:
         """Store ``rows`` as rows ``start, start + 1, ...`` (at most ``capacity`` of them)."""
-        idx = self._positions(start, start + rows.obs.shape[0])
+        n, first = rows.obs.shape[0], start % self.capacity
+        where = (slice(first, first + n) if first + n <= self.capacity
+                 else self._positions(start, start + n))
         for store, x in zip(self.data, rows):
-            store[idx] = torch.as_tensor(x).to(device=store.device, dtype=store.dtype)
+            store[where] = torch.as_tensor(x).to(device=store.device, dtype=store.dtype)
 
     def rows(self, start: int, stop: int) -> Batch:
         """Rows ``start .. stop - 1`` (all still held) in insertion order, on the CPU."""

@@ -133,9 +133,15 @@ class _StopFlag:
             signal.signal(sig, handler)
 
 
+def _per_agent(draw, key: torch.Tensor) -> torch.Tensor:
+    """``draw(k)`` for each agent's key of ``key [A, 2]``, stacked ``[A, ...]`` (no vmap for one
+    agent: the same numbers, without its per-call cost)."""
+    return draw(key[0]).unsqueeze(0) if key.shape[0] == 1 else torch.func.vmap(draw)(key)
+
+
 def _split_keys(key: torch.Tensor):
     """Each agent's key ``[A, 2]`` split in two: ``(carried [A, 2], used [A, 2])``."""
-    both = torch.func.vmap(lambda k: keys.split(k, 2))(key)
+    both = _per_agent(lambda k: keys.split(k, 2), key)
     return both[:, 0], both[:, 1]
 
 
@@ -249,8 +255,7 @@ class Run:
             p.key, k_act = _split_keys(p.key)
             if p.env_step < cfg.learning_starts:
                 shape = (n, spec.act_dim)
-                action = torch.func.vmap(lambda k: keys.uniform(k, shape, torch.float64))(k_act)
-                action = action * 2 - 1
+                action = _per_agent(lambda k: keys.uniform(k, shape, torch.float64), k_act) * 2 - 1
             else:
                 with torch.no_grad():
                     obs_t = torch.as_tensor(p.obs, dtype=self.sac_config.dtype,
