@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 
 from .networks import apply_actor
-from .policy import tanh_gaussian_sample
+from .policy import gaussian_pre_tanh
 from .state import SACState
 
 
@@ -31,5 +31,5 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     obs = obs.unsqueeze(0) if single else obs
     mean, log_std = apply_actor(state.static.actor, state.actor, obs, cfg.log_std_min,
                                 cfg.log_std_max)
-    action = torch.tanh(mean) if deterministic else tanh_gaussian_sample(mean, log_std, key)[0]
+    action = torch.tanh(mean if deterministic else gaussian_pre_tanh(mean, log_std, key))
     return action.squeeze(0) if single else action

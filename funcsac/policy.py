@@ -24,9 +24,15 @@ def tanh_gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor,
     return (gaussian - log_det).sum(-1)
 
 
+def gaussian_pre_tanh(mean: torch.Tensor, log_std: torch.Tensor,
+                      key: torch.Tensor) -> torch.Tensor:
+    """A reparameterised pre-squash sample ``mean + exp(log_std) * noise`` [B, act], noise from
+    ``key``; ``tanh`` of it is the action."""
+    return mean + torch.exp(log_std) * keys.normal(key, mean.shape, mean.dtype)
+
+
 def tanh_gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
                          key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """Reparameterised sample: ``(action [B, act] in (-1, 1), log_prob [B])``, noise from ``key``."""
-    noise = keys.normal(key, mean.shape, mean.dtype)
-    pre_tanh = mean + torch.exp(log_std) * noise
+    pre_tanh = gaussian_pre_tanh(mean, log_std, key)
     return torch.tanh(pre_tanh), tanh_gaussian_log_prob(mean, log_std, pre_tanh)
