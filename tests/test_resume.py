@@ -162,3 +162,32 @@ def test_explicit_none_flag_overrides_config_file_and_resumed_value(tmp_path):
     saved = json.loads((run / "config.json").read_text())
     assert saved["max_grad_norm"] is None and saved["num_target_critics"] is None
     assert saved["agent"]["num_target_critics"] == 2
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "HalfCheetah-v5", "Hopper-v5", "Ant-v5",
+                                    "Humanoid-v5"])
+def test_env_saved_as_data_continues_step_for_step(env_id):
+    """An env restored into a fresh instance (through torch.load(weights_only=True)) gives the
+    same observations, rewards, ends and resets as the original, for 150 steps after the save."""
+    import io
+
+    import gymnasium as gym
+    import numpy as np
+
+    from funcsac.driver.envstate import load_env, save_env
+    original = gym.make(env_id)
+    original.reset(seed=3)
+    original.action_space.seed(0)
+    actions = [original.action_space.sample() for _ in range(187)]
+    for a in actions[:37]:
+        original.step(a)
+    buffer = io.BytesIO()
+    torch.save(save_env(original), buffer)
+    buffer.seek(0)
+    restored = gym.make(env_id)
+    load_env(restored, torch.load(buffer, weights_only=True))
+    for a in actions[37:]:
+        x, y = original.step(a), restored.step(a)
+        assert np.array_equal(x[0], y[0]) and x[1:4] == y[1:4]
+        if x[2] or x[3]:
+            assert np.array_equal(original.reset()[0], restored.reset()[0])
