@@ -8,6 +8,7 @@ where the library reports one, the peak RSS, evaluation returns against wall-clo
 the process started, and the final return over 10 deterministic episodes on seeds 10_000..10_009
 (the same for every library).
 """
+import csv
 import json
 import resource
 import sys
@@ -70,7 +71,7 @@ def run_funcsac(task: dict, seed: int, peer_lrs: bool) -> dict:
         result = funcsac.train(cfg, run_dir)
         learn_s = time.perf_counter() - start
         with open(f"{run_dir}/metrics.csv") as f:
-            last = list(__import__("csv").DictReader(f))[-1]
+            last = list(csv.DictReader(f))[-1]
     split = {k[len("time_"):]: float(last[k]) for k in last if k.startswith("time_")}
     envs = make_vector_env(task["env_id"], 1)
     spec = env_spec(envs)

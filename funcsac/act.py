@@ -15,16 +15,17 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     """Actions in [-1, 1] for ``obs [B, obs_dim]`` (or ``[obs_dim]``): ``tanh(mean)`` when
     ``deterministic``, else a sample drawn with ``key`` (required then)."""
     cfg = state.config
+    device = torch.device(cfg.device)
     if obs.shape[-1:] != (cfg.obs_dim,) or obs.dim() not in (1, 2):
         raise ValueError(f"obs: expected shape [B, {cfg.obs_dim}] or [{cfg.obs_dim}], "
                          f"got {list(obs.shape)}")
     if obs.dtype != cfg.dtype:
         raise ValueError(f"obs: expected dtype {cfg.dtype}, got {obs.dtype}")
-    if obs.device.type != torch.device(cfg.device).type:
+    if obs.device.type != device.type:
         raise ValueError(f"obs: expected device {cfg.device}, got {obs.device}")
     if not deterministic and key is None:
         raise ValueError("act: a stochastic action needs a key (funcsac.keys.split(...))")
-    if key is not None and key.device.type != torch.device(cfg.device).type:
+    if key is not None and key.device.type != device.type:
         raise ValueError(f"act: key on device {key.device}, expected the state's device "
                          f"{cfg.device} (funcsac.keys.make_key(seed, device))")
     single = obs.dim() == 1

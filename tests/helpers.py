@@ -1,6 +1,19 @@
+import csv
+
 import torch
 
 import funcsac
+from funcsac.driver import loop
+
+# driver settings that keep a training run to seconds
+TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
+            eval_episodes=1, log_every=100)
+
+
+def eval_rows(run_dir):
+    """The rows of a run's eval.csv, header included."""
+    with open(run_dir / "eval.csv", newline="") as f:
+        return list(csv.reader(f))
 
 
 def make_batch(cfg: funcsac.SACConfig, batch_size: int = 32, seed: int = 0,
@@ -22,3 +35,17 @@ def small_config(**overrides) -> funcsac.SACConfig:
     kw = dict(obs_dim=5, act_dim=2, hidden_sizes=(16, 16))
     kw.update(overrides)
     return funcsac.SACConfig(**kw)
+
+
+def crash_at_eval(monkeypatch, step):
+    """Make the driver's evaluation at env step ``step`` or later raise, as a crash would;
+    returns a function that undoes it."""
+    real = loop.evaluate
+
+    def failing(*args, **kwargs):
+        if args[-1] >= step:
+            raise RuntimeError("simulated crash")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "evaluate", failing)
+    return lambda: monkeypatch.setattr(loop, "evaluate", real)

@@ -15,9 +15,8 @@ from funcsac.driver import loop
 from funcsac.driver.buffer import ReplayBuffer
 from funcsac.driver.checkpoint import load_checkpoint
 from funcsac.driver.replay_files import load_buffer, save_buffer
+from helpers import TINY, crash_at_eval, eval_rows
 
-TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
-            eval_episodes=1, log_every=100)
 
 
 def _buffer_rows(run_dir):
@@ -60,11 +59,6 @@ def test_buffer_ring_and_sampling(tmp_path):
     assert torch.equal(restored.sample(key, 50).obs, buf.sample(key, 50).obs)
 
 
-def _eval_rows(run_dir):
-    with open(run_dir / "eval.csv", newline="") as f:
-        return list(csv.reader(f))
-
-
 RESUME = funcsac.TrainConfig(total_steps=1200, learning_starts=300, eval_every=400,
                              checkpoint_every=400, seed=3, **TINY)
 
@@ -72,23 +66,16 @@ RESUME = funcsac.TrainConfig(total_steps=1200, learning_starts=300, eval_every=4
 def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
     first = funcsac.train(RESUME, tmp_path / "a")
     funcsac.train(RESUME, tmp_path / "b")
-    assert _eval_rows(tmp_path / "a") == _eval_rows(tmp_path / "b")
+    assert eval_rows(tmp_path / "a") == eval_rows(tmp_path / "b")
     assert [e.step for e in first.evals] == [400, 800, 1200]
 
     # crash after the checkpoint at 800 (the eval at 1200 fails), then resume
-    real_evaluate = loop.evaluate
-
-    def failing(*args, **kwargs):
-        if args[-1] >= 1200:
-            raise RuntimeError("simulated crash")
-        return real_evaluate(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "evaluate", failing)
+    undo = crash_at_eval(monkeypatch, 1200)
     with pytest.raises(RuntimeError, match="simulated crash"):
         funcsac.train(RESUME, tmp_path / "c")
-    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    undo()
     resumed = funcsac.train(RESUME, tmp_path / "c", resume=True)
-    assert _eval_rows(tmp_path / "c") == _eval_rows(tmp_path / "a")
+    assert eval_rows(tmp_path / "c") == eval_rows(tmp_path / "a")
     for x, y in zip(torch.utils._pytree.tree_leaves(resumed.state),
                     torch.utils._pytree.tree_leaves(first.state)):
         assert torch.equal(x, y)
@@ -112,10 +99,10 @@ def test_ctrl_c_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt, match="interrupted at step 400"):
         funcsac.train(RESUME, tmp_path / "stopped")
     monkeypatch.setattr(loop, "evaluate", real_evaluate)
-    assert len(_eval_rows(tmp_path / "stopped")) == 2  # header + step 400
+    assert len(eval_rows(tmp_path / "stopped")) == 2  # header + step 400
     funcsac.train(RESUME, tmp_path / "stopped", resume=True)
     funcsac.train(RESUME, tmp_path / "straight")
-    assert _eval_rows(tmp_path / "stopped") == _eval_rows(tmp_path / "straight")
+    assert eval_rows(tmp_path / "stopped") == eval_rows(tmp_path / "straight")
 
 
 def test_async_envs_train(tmp_path):
@@ -130,7 +117,7 @@ def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):
     short = dataclasses.replace(RESUME, total_steps=800)
     funcsac.train(short, tmp_path)
     assert main(["train", "--run-dir", str(tmp_path), "--resume", "--total-steps", "1200"]) == 0
-    assert len(_eval_rows(tmp_path)) == 4
+    assert len(eval_rows(tmp_path)) == 4
     with pytest.raises(ValueError, match=r"different configuration \(gamma"):
         funcsac.train(dataclasses.replace(RESUME, gamma=0.9), tmp_path, resume=True)
 

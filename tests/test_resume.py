@@ -1,6 +1,5 @@
 """Resume: exact on MuJoCo envs, safe against crafted checkpoints, incremental replay files,
 atomic against a full disk, and a documented fallback for envs that cannot be saved."""
-import csv
 import dataclasses
 import errno
 import pickle
@@ -12,43 +11,23 @@ import funcsac
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
 from funcsac.cli import main
 from funcsac.driver import checkpoint as checkpoint_module
-from funcsac.driver import loop
 from funcsac.driver.checkpoint import load_checkpoint
+from helpers import TINY, crash_at_eval, eval_rows
 
-TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
-            eval_episodes=1, log_every=100)
-
-
-def _eval_rows(run_dir):
-    with open(run_dir / "eval.csv", newline="") as f:
-        return list(csv.reader(f))
 
 
 def _leaves(state):
     return torch.utils._pytree.tree_leaves(state)
 
 
-def _crash_at_eval(monkeypatch, step):
-    """Make the evaluation at ``step`` raise, as a crash would."""
-    real = loop.evaluate
-
-    def failing(*args, **kwargs):
-        if args[-1] >= step:
-            raise RuntimeError("simulated crash")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "evaluate", failing)
-    return lambda: monkeypatch.setattr(loop, "evaluate", real)
-
-
 def _assert_resume_is_exact(cfg, tmp_path, monkeypatch, crash_step):
     straight = funcsac.train(cfg, tmp_path / "straight")
-    undo = _crash_at_eval(monkeypatch, crash_step)
+    undo = crash_at_eval(monkeypatch, crash_step)
     with pytest.raises(RuntimeError, match="simulated crash"):
         funcsac.train(cfg, tmp_path / "crashed")
     undo()
     resumed = funcsac.train(cfg, tmp_path / "crashed", resume=True)
-    assert _eval_rows(tmp_path / "crashed") == _eval_rows(tmp_path / "straight")
+    assert eval_rows(tmp_path / "crashed") == eval_rows(tmp_path / "straight")
     for x, y in zip(_leaves(resumed.state), _leaves(straight.state), strict=True):
         assert torch.equal(x, y)
 
@@ -101,7 +80,7 @@ def test_crafted_checkpoint_runs_no_code(tmp_path, capsys):
 def test_unsaveable_env_resumes_with_fresh_episodes_and_a_warning(tmp_path, monkeypatch):
     cfg = funcsac.TrainConfig(env_id="funcsac-test/Count-v0", total_steps=60, learning_starts=20,
                               eval_every=0, checkpoint_every=30, **TINY)
-    undo = _crash_at_eval(monkeypatch, 60)
+    undo = crash_at_eval(monkeypatch, 60)
     with pytest.raises(RuntimeError, match="simulated crash"):
         funcsac.train(cfg, tmp_path)
     undo()

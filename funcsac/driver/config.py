@@ -104,11 +104,9 @@ class _TrainConfigMethods:
     """Validation and conversions of ``TrainConfig``."""
 
     def __post_init__(self):
-        for name in ("hidden_sizes", "adam_betas"):
-            value = getattr(self, name)
-            if not isinstance(value, (list, tuple)):
-                raise ValueError(f"TrainConfig.{name} must be a list of numbers, got {value!r}")
-            object.__setattr__(self, name, tuple(value))
+        for name in ("hidden_sizes", "adam_betas"):  # SACConfig rejects other types
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TrainConfig.{name} must be a string, got "
