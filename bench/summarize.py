@@ -132,7 +132,7 @@ def targets_table(by, seed_ratios):
     for w in UPDATE_WORKLOADS:
         checks.append((f"{w}: funcsac eager time vs imperative eager", "<= 1.5",
                        ratio(w, "funcsac-eager", "imperative-eager"), lambda x: x <= 1.5))
-        r = by.get((w, "funcsac-compiled"))
+        r = by.get((w, "funcsac-stored"))
         cold = r and r.get("new_process_cold_s", r["first_call_s"])
         checks.append((f"{w}: cold compile s (new process)", "< 10", cold, lambda x: x < 10))
         checks.append((f"{w}: warm compile s (new process)", "< 2", r and r.get("warm_compile_s"),

@@ -4,11 +4,13 @@ and workload, side by side in one run:
     pytest bench/test_update.py --benchmark-only --benchmark-json bench/results.json
 
 Implementations: funcsac eager and compiled (default, ``max-autotune-no-cudagraphs``, and on CUDA
-``reduce-overhead``), the CleanRL-style imperative update (``imperative_sac.py``) eager and
-compiled, and TorchRL's ``SACLoss`` + Adam + ``SoftUpdate`` (``torchrl_sac.py``, when the
-``bench`` extra is installed) eager and compiled. ``extra_info`` holds the first call's time with
-empty compile caches (the cold compile), for funcsac compiled the cold and warm compiles of new
-processes (``compile_time.py``), the peak memory of one update and its matmul FLOPs.
+``reduce-overhead``), funcsac as ``funcsac train`` compiles it (``stored``: ``compile_stored``),
+the CleanRL-style imperative update (``imperative_sac.py``) eager and compiled, TorchRL's
+``SACLoss`` + Adam + ``SoftUpdate`` (``torchrl_sac.py``) eager and compiled, and the same update
+in JAX/flax/optax, jitted (``jax_sac.py``); the last two need the ``bench`` extra.
+``extra_info`` holds the first call's time with empty compile caches (the cold compile), for
+funcsac stored the cold and warm compiles of new processes (``compile_time.py``), the peak memory
+of one update (torch allocations only) and its matmul FLOPs.
 """
 import pytest
 import torch
@@ -20,21 +22,38 @@ from measure import cold_first_call_s, count_flops, matmul_gflops, peak_step_mib
 from workloads import WORKLOADS, random_batch, stepper, workload_config
 
 IMPLEMENTATIONS = ["imperative-eager", "imperative-compiled", "torchrl-eager", "torchrl-compiled",
-                   "funcsac-eager", "funcsac-compiled", "funcsac-max-autotune",
+                   "jax-jit",
+                   "funcsac-eager", "funcsac-compiled", "funcsac-stored", "funcsac-max-autotune",
                    "funcsac-reduce-overhead"]
 FUNCSAC_MODES = {"eager": None, "compiled": "default", "max-autotune": "max-autotune-no-cudagraphs",
                  "reduce-overhead": "reduce-overhead"}
 
 
 def _funcsac_step(cfg, batch, variant):
+    state = funcsac.init_state(cfg, seed=0)
+    if variant == "stored":  # as funcsac train compiles: at the first call, kept on disk
+        compiled = []
+
+        def stored(s, b):
+            if not compiled:
+                compiled.append(funcsac.compile_stored(funcsac.update, (s, b), "bench-update"))
+            return compiled[0](s, b)
+        return stepper(stored, state, batch)
     mode = FUNCSAC_MODES[variant]
     fn = funcsac.update if mode is None else funcsac.compile_update(mode=mode)
-    return stepper(fn, funcsac.init_state(cfg, seed=0), batch)
+    return stepper(fn, state, batch)
 
 
 def _module_step(impl, cfg, batch):
     torch.manual_seed(0)
     sizes = (cfg.obs_dim, cfg.act_dim, cfg.hidden_sizes, cfg.num_critics, cfg.num_target_critics)
+    if impl == "jax-jit":
+        if cfg.device != "cpu":
+            pytest.skip("the JAX reference runs on the CPU build of jax")
+        jax_sac = pytest.importorskip("jax_sac", exc_type=ImportError)
+        sac = jax_sac.JaxSAC(*sizes)
+        args = jax_sac.numpy_batch(*batch)
+        return lambda: sac.update(*args)
     if impl.startswith("torchrl"):
         torchrl_sac = pytest.importorskip("torchrl_sac", exc_type=ImportError)
         sac = torchrl_sac.TorchRLSAC(*sizes, device=cfg.device)
@@ -60,12 +79,13 @@ def prepare(impl, workload, device):
     step = make_step(impl, workload, device)
     info = {"workload": workload, "impl": impl, "device": str(device),
             "first_call_s": cold_first_call_s(step, device)}
-    if impl == "funcsac-compiled":
+    if impl == "funcsac-stored":
         info["new_process_cold_s"], info["warm_compile_s"] = new_process_compile_s(workload, device)
     for _ in range(10):
         step()
     info["peak_mib"] = peak_step_mib(step, device)
-    info["flops"] = count_flops(make_step(impl.split("-")[0] + "-eager", workload, device))
+    same_math = "funcsac" if impl == "jax-jit" else impl.split("-")[0]  # counted in torch
+    info["flops"] = count_flops(make_step(same_math + "-eager", workload, device))
     return step, info
 
 

@@ -8,12 +8,13 @@ from .losses import actor_loss, critic_loss, temperature_loss
 from .networks import apply_actor, apply_critic, apply_critics, mlp
 from .optim import AdamState, adam_init, adam_update, global_norm
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
+from .stored_compile import compile_stored
 from .state import HParams, SACState, Static, check_state, init_state
 from .update_many import make_update_many, update_many
 from .update import METRIC_NAMES, Losses, make_update, soft_update, td_target, update
 
 __all__ = [
-    "keys", "presets", "act", "Batch", "check_batch", "compile_update", "SACConfig", "actor_loss",
+    "keys", "presets", "act", "Batch", "check_batch", "compile_update", "compile_stored", "SACConfig", "actor_loss",
     "critic_loss", "temperature_loss", "apply_actor", "apply_critic", "apply_critics", "mlp",
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",

@@ -9,6 +9,9 @@ import torch
 from torch import nn
 
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
+# fields that only set the initial value of a dynamic hyperparameter (a leaf of the state)
+INITIAL_VALUE_FIELDS = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "init_alpha",
+                        "target_entropy")
 
 
 @dataclasses.dataclass(frozen=True)

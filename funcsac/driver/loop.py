@@ -23,8 +23,8 @@ from tqdm.auto import tqdm
 from .. import keys
 from ..act import act
 from ..batch import Batch
-from ..compile import compile_update
 from ..state import SACState, init_state
+from ..stored_compile import compile_stored
 from ..update import METRIC_NAMES, update
 from ..update_many import update_many
 from .agents import agent_specs, select, stack, vmap_agents, with_overrides
@@ -178,8 +178,9 @@ class Run:
             self._restore(payload)
         self.timings = Timings(self.progress.timings)
         k = config.utd * n  # gradient steps per vector step
-        step_fn = vmap_agents(update if k == 1 else update_many, A)
-        self.step_fn = compile_update(step_fn) if config.compile else step_fn
+        self.step_name = f"{'update' if k == 1 else 'update_many'}-agents{A}"
+        self.step_fn = vmap_agents(update if k == 1 else update_many, A)
+        self.to_compile = config.compile  # at the first update, or loaded from the store
         self.sample_fn = vmap_agents(lambda s, o, key: act(s, o, deterministic=False, key=key), A)
         self.metrics = None
         self.last_log = (time.perf_counter(), self.progress.env_step, self.progress.updates)
@@ -297,7 +298,11 @@ class Run:
             if k > 1:
                 rows = [Batch(*(x.reshape(k, cfg.batch_size, *x.shape[1:]) for x in r))
                         for r in rows]
-            self.state, self.metrics = self.step_fn(self.state, stack(rows))
+            rows = stack(rows)
+            if self.to_compile:
+                self.step_fn = compile_stored(self.step_fn, (self.state, rows), self.step_name)
+                self.to_compile = False
+            self.state, self.metrics = self.step_fn(self.state, rows)
             p.updates += k
 
     def evaluate(self) -> None:
