@@ -1,0 +1,36 @@
+"""The apply functions run a plain ``nn.Sequential`` directly and any other module through
+``functional_call``; both give the module's own forward."""
+import torch
+from torch import nn
+from torch.func import functional_call
+
+import funcsac
+from funcsac import keys
+from funcsac.networks import KeyedDropout, _forward, _is_plain, module_params
+
+
+def _droq_like():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(5, 8), KeyedDropout(0.3), nn.LayerNorm(8), nn.ReLU(),
+                         nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1, bias=False))
+
+
+def test_a_plain_sequential_runs_directly_and_equals_its_forward():
+    net = _droq_like()
+    assert _is_plain(net)
+    params = {**module_params(net), "1.key": keys.make_key(4)}
+    x = torch.randn(16, 5)
+    expected = functional_call(net, params, (x,))
+    assert torch.equal(_forward(net, params, x), expected)
+    assert not torch.equal(_forward(net, {**params, "1.key": keys.make_key(5)}, x), expected)
+
+
+def test_modules_with_hooks_state_or_other_structure_use_functional_call():
+    hooked = _droq_like()
+    hooked[3].register_forward_hook(lambda m, i, o: o * 2)
+    batch_norm = nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8))
+    nested = nn.Sequential(nn.Sequential(nn.Linear(5, 8)), nn.ReLU())
+    for net in (hooked, batch_norm, nested, funcsac.networks.KeyedDropout(0.1)):
+        assert not _is_plain(net)
+    params, x = module_params(hooked), torch.randn(4, 5)
+    assert torch.equal(_forward(hooked, params, x), functional_call(hooked, params, (x,)))
