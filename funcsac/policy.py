@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -24,11 +24,14 @@ def tanh_gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor,
     return (gaussian - log_det).sum(-1)
 
 
-def gaussian_pre_tanh(mean: torch.Tensor, log_std: torch.Tensor,
-                      key: torch.Tensor) -> torch.Tensor:
-    """A reparameterised pre-squash sample ``mean + exp(log_std) * noise`` [B, act], noise from
-    ``key``; ``tanh`` of it is the action."""
-    return mean + torch.exp(log_std) * keys.normal(key, mean.shape, mean.dtype)
+def gaussian_pre_tanh(mean: torch.Tensor, log_std: torch.Tensor, key: torch.Tensor,
+                      noise: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """A reparameterised pre-squash sample ``mean + exp(log_std) * noise`` [B, act]; ``noise``
+    (standard normal, shaped like ``mean``) is drawn from ``key`` unless given. ``tanh`` of the
+    sample is the action."""
+    if noise is None:
+        noise = keys.normal(key, mean.shape, mean.dtype)
+    return mean + torch.exp(log_std) * noise
 
 
 def tanh_gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,

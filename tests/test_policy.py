@@ -35,3 +35,18 @@ def test_sample_in_range_and_uses_key():
     assert a1.abs().max() < 1 and lp1.shape == (1000,)
     # tanh of a standard normal: the fraction within tanh(1) is the normal's mass within 1
     assert abs((a1.abs() < torch.tanh(torch.tensor(1.0))).float().mean().item() - 0.6827) < 0.03
+
+
+def test_act_with_given_noise_equals_act_drawing_it_from_the_key():
+    import pytest
+    from helpers import small_config
+    cfg = small_config()
+    state = funcsac.init_state(cfg)
+    obs, key = torch.randn(4, cfg.obs_dim), keys.make_key(3)
+    noise = keys.normal(key, (4, cfg.act_dim), cfg.dtype)
+    assert torch.equal(funcsac.act(state, obs, deterministic=False, key=key),
+                       funcsac.act(state, obs, deterministic=False, noise=noise))
+    torch.testing.assert_close(funcsac.act(state, obs[0], deterministic=False, noise=noise[0]),
+                               funcsac.act(state, obs, deterministic=False, noise=noise)[0])
+    with pytest.raises(ValueError, match=r"noise must be torch.float32 of shape \[4, 2\]"):
+        funcsac.act(state, obs, deterministic=False, noise=noise[:2])

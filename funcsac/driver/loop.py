@@ -41,6 +41,9 @@ from .replay_files import delete_unlisted_chunks, load_buffer, save_buffer
 from .rundir import prepare_run_dir
 from .seeds import AgentSeeds, fresh_episode_seed
 
+# exploration noise is drawn for this many vector steps at once (from one key per block), not a
+# key split and a draw per step
+NOISE_BLOCK = 1024
 METRICS_COLUMNS = (["step", "episode_return", "episodes", "env_steps_per_s", "updates_per_s"]
                    + [f"time_{p}" for p in PHASES] + list(METRIC_NAMES))
 CHECKPOINT = "checkpoint.pt"
@@ -72,11 +75,13 @@ class Progress:
     evals: list
     timings: dict
     elapsed: float
+    noise_key: Optional[torch.Tensor] = None  # [agents, 2]: the current noise block's key
 
     def to_checkpoint(self) -> dict:
         fields = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
                   for k, v in dataclasses.asdict(self).items()}
         fields["key"] = self.key.cpu()
+        fields["noise_key"] = None if self.noise_key is None else self.noise_key.cpu()
         fields["evals"] = [dataclasses.asdict(e) for e in self.evals]
         return fields
 
@@ -86,6 +91,8 @@ class Progress:
             values = {k: v.numpy() if isinstance(v, torch.Tensor) else v
                       for k, v in fields.items()}
             values["key"] = fields["key"].to(device)
+            if fields.get("noise_key") is not None:
+                values["noise_key"] = fields["noise_key"].to(device)
             values["evals"] = [EvalResult(**e) for e in values["evals"]]
             return cls(**values)
         except (KeyError, TypeError, AttributeError) as e:
@@ -181,7 +188,8 @@ class Run:
         self.step_name = f"{'update' if k == 1 else 'update_many'}-agents{A}"
         self.step_fn = vmap_agents(update if k == 1 else update_many, A)
         self.to_compile = config.compile  # at the first update, or loaded from the store
-        self.sample_fn = vmap_agents(lambda s, o, key: act(s, o, deterministic=False, key=key), A)
+        self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z), A)
+        self.noise = None  # [agents, NOISE_BLOCK, num_envs, act_dim] standard normals, float64
         self.metrics = None
         self.last_log = (time.perf_counter(), self.progress.env_step, self.progress.updates)
         self.start = time.perf_counter() - self.progress.elapsed
@@ -253,16 +261,16 @@ class Run:
         cfg, p, spec = self.config, self.progress, self.spec
         A, n = len(self.agents), cfg.num_envs
         with self.timings.phase("collect"):
-            p.key, k_act = _split_keys(p.key)
-            if p.env_step < cfg.learning_starts:
-                shape = (n, spec.act_dim)
-                action = _per_agent(lambda k: keys.uniform(k, shape, torch.float64), k_act) * 2 - 1
+            z = self._exploration_noise()  # [A, n, act_dim]
+            if p.env_step < cfg.learning_starts:  # uniform in [-1, 1]: 2 Phi(z) - 1
+                action = torch.special.ndtr(z) * 2 - 1
             else:
                 with torch.no_grad():
                     obs_t = torch.as_tensor(p.obs, dtype=self.sac_config.dtype,
                                             device=self.device).reshape(A, n, -1)
+                    z = z.to(self.sac_config.dtype)
                     action = self.sample_fn(self.state, obs_t[0] if A == 1 else obs_t,
-                                            k_act[0] if A == 1 else k_act)
+                                            z[0] if A == 1 else z)
             action = action.reshape(A * n, spec.act_dim).cpu().numpy()
             next_obs, reward, terminated, truncated, infos = self.envs.step(
                 scale_action(action, spec).astype(self.envs.single_action_space.dtype))
@@ -284,6 +292,20 @@ class Run:
             p.obs = next_obs
             p.env_step += n
             self.bar.update(n)
+
+    def _exploration_noise(self) -> torch.Tensor:
+        """This vector step's standard normal noise ``[A, num_envs, act_dim]`` (float64), from
+        the block drawn with ``progress.noise_key``; a new block (and key) every ``NOISE_BLOCK``
+        vector steps."""
+        p, n = self.progress, self.config.num_envs
+        i = (p.env_step // n) % NOISE_BLOCK
+        if i == 0 or p.noise_key is None:
+            p.key, p.noise_key = _split_keys(p.key)
+            self.noise = None
+        if self.noise is None:  # a new block, or the current one after a resume
+            shape = (NOISE_BLOCK, n, self.spec.act_dim)
+            self.noise = _per_agent(lambda k: keys.normal(k, shape, torch.float64), p.noise_key)
+        return self.noise[:, i]
 
     def learn(self) -> None:
         """``utd * num_envs`` gradient steps per agent, once learning has started."""
