@@ -28,6 +28,7 @@ import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
+import optree
 import torch
 import torch.utils._pytree as pytree
 
@@ -116,17 +117,18 @@ class StoredFunction:
 
     def __init__(self, compiled: Callable, args: tuple, path: Path, loaded: bool):
         self.compiled, self.path, self.loaded = compiled, path, loaded
-        self.expected, self.static = signature(args), _first_static(args)
+        leaves, spec = optree.tree_flatten(args)  # optree: a third of torch pytree's cost
+        self.expected, self.static = (spec, _describe(leaves)), _first_static(args)
 
     def __call__(self, *args):
-        leaves, spec = pytree.tree_flatten(args)
+        leaves, spec = optree.tree_flatten(args)
         got = (spec, _describe(leaves))
         if got != self.expected:
             raise ValueError(f"compiled function {self.path.name} was compiled for inputs "
                              f"{_differences(self.expected, got)}")
         # compiled for contiguous inputs (it does not check strides itself)
-        args = pytree.tree_unflatten([x.contiguous() if isinstance(x, torch.Tensor) else x
-                                      for x in leaves], spec)
+        args = optree.tree_unflatten(spec, [x.contiguous() if isinstance(x, torch.Tensor) else x
+                                            for x in leaves])
         # loading a saved function needs a tracing context without guards (torch 2.13)
         from torch._guards import TracingContext, tracing
         context = TracingContext(None)
