@@ -24,7 +24,7 @@ def tanh_gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor,
     return (gaussian - log_det).sum(-1)
 
 
-def gaussian_pre_tanh(mean: torch.Tensor, log_std: torch.Tensor, key: torch.Tensor,
+def gaussian_pre_tanh(mean: torch.Tensor, log_std: torch.Tensor, key: Optional[torch.Tensor],
                       noise: Optional[torch.Tensor] = None) -> torch.Tensor:
     """A reparameterised pre-squash sample ``mean + exp(log_std) * noise`` [B, act]; ``noise``
     (standard normal, shaped like ``mean``) is drawn from ``key`` unless given. ``tanh`` of the

@@ -30,8 +30,9 @@ from typing import Callable, Optional
 
 import optree
 import torch
-import torch.utils._pytree as pytree
+from torch._guards import TracingContext, tracing
 
+from .compile import compile_update
 from .config import INITIAL_VALUE_FIELDS
 from .state import SACState, static_for
 
@@ -75,13 +76,22 @@ def _environment() -> str:
 def signature(args) -> tuple:
     """What a compiled function is specialised to: the pytree structure of ``args`` and each
     tensor leaf's shape, dtype and device (non-tensor leaves by value)."""
-    leaves, spec = pytree.tree_flatten(args)
-    return spec, _describe(leaves)
+    return _flatten(args)[1]
 
 
-def _describe(leaves: list) -> tuple:
-    return tuple((x.shape, x.dtype, x.device) if isinstance(x, torch.Tensor) else x
-                 for x in leaves)
+def _flatten(args) -> tuple:
+    """``(leaves, signature(args))``, in one optree pass (a third of torch pytree's cost)."""
+    leaves, spec = optree.tree_flatten(args)
+    return leaves, (spec, tuple((x.shape, x.dtype, x.device) if isinstance(x, torch.Tensor)
+                                else x for x in leaves))
+
+
+def _contiguous(flat):
+    """``args`` (flattened by ``_flatten``) rebuilt with every tensor contiguous: a stored
+    function is compiled for contiguous inputs and does not check strides itself."""
+    leaves, (spec, _) = flat
+    return optree.tree_unflatten(spec, [x.contiguous() if isinstance(x, torch.Tensor) else x
+                                        for x in leaves])
 
 
 def _with_static(tree, static):
@@ -117,23 +127,18 @@ class StoredFunction:
 
     def __init__(self, compiled: Callable, args: tuple, path: Path, loaded: bool):
         self.compiled, self.path, self.loaded = compiled, path, loaded
-        leaves, spec = optree.tree_flatten(args)  # optree: a third of torch pytree's cost
-        self.expected, self.static = (spec, _describe(leaves)), _first_static(args)
+        self.expected, self.static = signature(args), _first_static(args)
 
     def __call__(self, *args):
-        leaves, spec = optree.tree_flatten(args)
-        got = (spec, _describe(leaves))
+        flat = _flatten(args)
+        got = flat[1]
         if got != self.expected:
             raise ValueError(f"compiled function {self.path.name} was compiled for inputs "
                              f"{_differences(self.expected, got)}")
-        # compiled for contiguous inputs (it does not check strides itself)
-        args = optree.tree_unflatten(spec, [x.contiguous() if isinstance(x, torch.Tensor) else x
-                                            for x in leaves])
         # loading a saved function needs a tracing context without guards (torch 2.13)
-        from torch._guards import TracingContext, tracing
         context = TracingContext(None)
         with tracing(context), context.guards_context.skip_guard_install():
-            out = self.compiled(*args)
+            out = self.compiled(*_contiguous(flat))
         # the states it returns carry this run's config, not the one it was compiled under
         return out if self.static is None else _with_static(out, self.static)
 
@@ -146,6 +151,12 @@ def _differences(expected: tuple, got: tuple) -> str:
     return "; ".join(diffs[:3])
 
 
+def _unstored(fn: Callable, why: str) -> Callable:
+    """The fallback: ``fn`` compiled the usual way, after a warning saying ``why``."""
+    warnings.warn(why, stacklevel=3)
+    return compile_update(fn)
+
+
 def compile_stored(fn: Callable, args: tuple, name: str,
                    directory: Optional[Path] = None) -> Callable:
     """``fn`` compiled (``fullgraph``) for calls shaped like ``fn(*args)``: loaded from the store
@@ -153,10 +164,9 @@ def compile_stored(fn: Callable, args: tuple, name: str,
     to ``torch.compile(fn, fullgraph=True)``, with a warning, where that is impossible."""
     key = artifact_key(name, args)
     if key is None:
-        warnings.warn(f"{name}: its inputs cannot be described across processes (they hold a "
-                      "function or an object without a stable repr); compiled without the store",
-                      stacklevel=2)
-        return torch.compile(fn, fullgraph=True)
+        return _unstored(fn, f"{name}: its inputs cannot be described across processes (they "
+                         "hold a function or an object without a stable repr); compiled without "
+                         "the store")
     path = Path(directory or store_dir()) / f"{name}-{key}.pt2"
     if path.exists():
         try:
@@ -165,16 +175,15 @@ def compile_stored(fn: Callable, args: tuple, name: str,
                                       loaded=True)
         except Exception as e:  # a damaged or foreign file: compile again and replace it
             warnings.warn(f"{path} cannot be loaded ({e!r}); compiling again", stacklevel=2)
-    args = pytree.tree_map(lambda x: x.contiguous() if isinstance(x, torch.Tensor) else x, args)
+    args = _contiguous(_flatten(args))
     try:
         # static shapes whatever earlier compiles of the same code saw; a copy of the options,
         # since torch.compile pops entries from them
         compiled = torch.compile(fn, fullgraph=True, dynamic=False,
                                  options=dict(OPTIONS)).aot_compile((args, {}))
     except Exception as e:
-        warnings.warn(f"{name} cannot be compiled ahead of time ({type(e).__name__}: {e}); "
-                      "compiled with torch.compile instead, not stored", stacklevel=2)
-        return torch.compile(fn, fullgraph=True)
+        return _unstored(fn, f"{name} cannot be compiled ahead of time ({type(e).__name__}: "
+                         f"{e}); compiled with torch.compile instead, not stored")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         compiled.save_compiled_function(str(path))
