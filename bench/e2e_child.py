@@ -81,7 +81,7 @@ def run_funcsac(task: dict, seed: int, peer_lrs: bool) -> dict:
     def policy(obs):
         with torch.no_grad():
             a = funcsac.act(state, torch.as_tensor(obs, dtype=torch.float32))
-        return scale_action(a.numpy(), spec).astype("float32")
+        return scale_action(a.numpy(), spec)
 
     return {"learn_s": learn_s, "split": split, "curve": curve,
             "final_return": evaluate(policy, task["env_id"], FINAL_EPISODES)}

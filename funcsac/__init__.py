@@ -19,13 +19,13 @@ __all__ = [
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
     "make_update_many", "update_many", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update", "train",
-    "TrainConfig",
+    "TrainConfig", "load", "Agent", "Report",
 ]
 
 
 def __getattr__(name):
     # the driver (gymnasium, files, logging) loads only when asked for; the core never imports it
-    if name in ("train", "TrainConfig"):
+    if name in ("train", "TrainConfig", "load", "Agent", "Report"):
         from . import driver
         return getattr(driver, name)
     raise AttributeError(f"module 'funcsac' has no attribute {name!r}")

@@ -15,6 +15,7 @@ def write_atomically(path: Path, write) -> None:
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        os.chmod(tmp, 0o666 & ~_umask())  # the mode a plain open() would give, not mkstemp's 0600
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -30,3 +31,9 @@ def write_atomically(path: Path, write) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

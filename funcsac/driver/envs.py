@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Optional
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 AutoresetMode = gym.vector.AutoresetMode
 
@@ -17,6 +20,18 @@ class EnvSpec:
     act_dim: int
     low: np.ndarray
     high: np.ndarray
+    action_dtype: str = "float32"
+
+    def to_dict(self) -> dict:
+        """Plain values (JSON-serialisable), as checkpoints keep them."""
+        return {"obs_dim": self.obs_dim, "act_dim": self.act_dim, "low": self.low.tolist(),
+                "high": self.high.tolist(), "action_dtype": self.action_dtype}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "EnvSpec":
+        return cls(int(values["obs_dim"]), int(values["act_dim"]),
+                   np.asarray(values["low"], np.float64), np.asarray(values["high"], np.float64),
+                   str(values["action_dtype"]))
 
 
 def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
@@ -31,12 +46,12 @@ def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
         raise ValueError(f"{env_id}: unsupported observation space {obs_space}. {supported} "
                          "(flatten Dict observations or wrap image observations in an encoder).")
     return EnvSpec(obs_space.shape[0], act_space.shape[0], act_space.low.astype(np.float64),
-                   act_space.high.astype(np.float64))
+                   act_space.high.astype(np.float64), str(act_space.dtype))
 
 
 def _make(env_id: str, **kwargs):
     try:
-        return gym.make_vec(env_id, **kwargs) if "num_envs" in kwargs else gym.make(env_id)
+        return gym.make_vec(env_id, **kwargs) if "num_envs" in kwargs else gym.make(env_id, **kwargs)
     except gym.error.Error as e:
         raise ValueError(f"cannot create environment {env_id!r}: {e}") from e
 
@@ -50,9 +65,20 @@ def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False,
                  vector_kwargs={"autoreset_mode": autoreset})
 
 
-def make_eval_env(env_id: str):
-    """A single environment for evaluation."""
-    return _make(env_id)
+def make_eval_env(env_id: str, render_mode: Optional[str] = None):
+    """A single environment for evaluation (rendering frames with ``render_mode="rgb_array"``)."""
+    return _make(env_id, **({"render_mode": render_mode} if render_mode else {}))
+
+
+def record_video(env, folder: Path, prefix: str):
+    """``env`` recording every episode to ``folder/{prefix}-episode-{i}.mp4`` (gymnasium's
+    ``RecordVideo``; needs moviepy)."""
+    try:
+        import moviepy  # noqa: F401
+    except ImportError as e:
+        raise ValueError("recording video needs moviepy: pip install 'funcsac[video]'") from e
+    return gym.wrappers.RecordVideo(env, str(folder), episode_trigger=lambda i: True,
+                                    name_prefix=prefix, disable_logger=True)
 
 
 def env_spec(envs) -> EnvSpec:
@@ -60,9 +86,16 @@ def env_spec(envs) -> EnvSpec:
                         envs.single_action_space)
 
 
-def scale_action(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
-    """Policy actions in [-1, 1] to the environment's bounds ``[low, high]``."""
-    return spec.low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (spec.high - spec.low)
+def scale_action(action, spec: EnvSpec):
+    """Policy actions in [-1, 1] to the environment's bounds ``[low, high]``: a numpy array in
+    the action space's dtype, or a tensor (of the action's dtype and device) for a tensor."""
+    if isinstance(action, torch.Tensor):
+        low, high = (torch.as_tensor(b, dtype=action.dtype, device=action.device)
+                     for b in (spec.low, spec.high))
+    else:
+        low, high = spec.low, spec.high
+    scaled = low + (action.clip(-1.0, 1.0) + 1.0) * 0.5 * (high - low)
+    return scaled if isinstance(action, torch.Tensor) else scaled.astype(spec.action_dtype)
 
 
 def autoreset_mode(envs) -> AutoresetMode:

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import List, Optional
 
 import numpy as np
 import torch
 
 from ..act import act
 from ..state import SACState
-from .envs import EnvSpec, scale_action
+from .envs import EnvSpec, make_eval_env, record_video, scale_action
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,6 +20,7 @@ class EvalResult:
     return_std: float
     episode_length_mean: float
     agent: int = 0
+    episode_length_std: float = 0.0
 
 
 def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step: int,
@@ -33,11 +36,31 @@ def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step
             with torch.no_grad():
                 a = act(state, torch.as_tensor(obs, dtype=cfg.dtype, device=cfg.device))
             obs, reward, terminated, truncated, _ = env.step(
-                scale_action(a.cpu().numpy(), spec).astype(env.action_space.dtype))
+                scale_action(a.cpu().numpy(), spec))
             total += float(reward)
             length += 1
             done = terminated or truncated
         returns.append(total)
         lengths.append(length)
     return EvalResult(step, float(np.mean(returns)), float(np.std(returns)),
-                      float(np.mean(lengths)), agent)
+                      float(np.mean(lengths)), agent, float(np.std(lengths)))
+
+
+def evaluate_agent(agent, episodes: int, seed: Optional[int] = None,
+                   video_dir: Optional[Path] = None) -> List[EvalResult]:
+    """Evaluate each agent of a loaded run (``funcsac.load``) on a new environment: episode i
+    starts from ``seed + i`` (default: the seeds of the run's own evaluations, so the figures
+    repeat its last eval). With ``video_dir``, every episode is recorded to an MP4 there
+    (``agent{i}-episode-{j}.mp4``; needs moviepy, the ``video`` extra)."""
+    results = []
+    for i in range(len(agent)):
+        one = agent[i]
+        env = make_eval_env(one.config.env_id, render_mode="rgb_array" if video_dir else None)
+        try:
+            if video_dir is not None:
+                env = record_video(env, Path(video_dir), f"agent{i}")
+            results.append(evaluate(one.state, env, one.spec, episodes,
+                                    one.eval_seed if seed is None else seed, one.step, agent=i))
+        finally:
+            env.close()
+    return results

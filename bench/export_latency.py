@@ -1,0 +1,85 @@
+"""Latency of one observation (batch 1) through an exported policy, a 256x256 actor on one
+thread: the ``torch.export`` program, an onnxruntime session and, for comparison, the module
+before export and ``Agent.act``.
+``python bench/export_latency.py`` prints a markdown table of median microseconds per call."""
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import funcsac
+from funcsac.driver.agents import AgentSpec
+from funcsac.driver.envs import EnvSpec
+from funcsac.driver.export import export_policy, policy_module
+from funcsac.driver.load import Agent
+
+SHAPES = {"Pendulum (obs 3, act 1)": (3, 1), "HalfCheetah (obs 17, act 6)": (17, 6)}
+HIDDEN = (256, 256)
+WARMUP, CALLS = 200, 2000
+
+
+def median_us(call, warmup: int = WARMUP, calls: int = CALLS) -> float:
+    """Median wall time of ``call()`` in microseconds over ``calls`` calls after ``warmup``."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        call()
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e3
+
+
+def make_agent(obs_dim: int, act_dim: int, folder: Path) -> Agent:
+    """A freshly initialised agent with a ``HIDDEN`` actor and bounds [-1, 1]."""
+    cfg = funcsac.SACConfig(obs_dim=obs_dim, act_dim=act_dim, hidden_sizes=HIDDEN)
+    spec = EnvSpec(obs_dim, act_dim, -np.ones(act_dim), np.ones(act_dim))
+    return Agent(funcsac.init_state(cfg, seed=0), funcsac.TrainConfig(hidden_sizes=HIDDEN), spec,
+                 [AgentSpec(0, {})], 0, folder)
+
+
+def latencies(obs_dim: int, act_dim: int, folder: Path) -> dict:
+    """Median microseconds per batch-1 call of each way to act."""
+    import onnxruntime
+
+    agent = make_agent(obs_dim, act_dim, folder)
+    obs = np.random.default_rng(0).standard_normal((1, obs_dim)).astype(np.float32)
+    obs_t = torch.from_numpy(obs)
+    module = policy_module(agent)
+    program = torch.export.load(export_policy(agent, folder / "p.pt2", "torch-export")).module()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(export_policy(agent, folder / "p.onnx", "onnx")),
+                                           options, providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(["action"], {"obs": obs})[0], agent.act(obs),
+                               rtol=0, atol=1e-5)
+    with torch.no_grad():
+        np.testing.assert_allclose(program(obs_t).numpy(), agent.act(obs), rtol=0, atol=1e-5)
+        return {"torch.export": median_us(lambda: program(obs_t)),
+                "policy_module (eager)": median_us(lambda: module(obs_t)),
+                "onnxruntime": median_us(lambda: session.run(["action"], {"obs": obs})),
+                "Agent.act (numpy)": median_us(lambda: agent.act(obs)),
+                "Agent.act (tensor)": median_us(lambda: agent.act(obs_t))}
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {name: latencies(*dims, Path(tmp)) for name, dims in SHAPES.items()}
+    methods = list(next(iter(rows.values())))
+    print(f"Median latency per call at batch 1, us ({cpu_model()}, 1 thread, actor "
+          f"{'x'.join(map(str, HIDDEN))}, {CALLS} calls after {WARMUP}):\n")
+    print("| shape | " + " | ".join(methods) + " |")
+    print("|---|" + "---:|" * len(methods))
+    for name, values in rows.items():
+        print(f"| {name} | " + " | ".join(f"{values[m]:.1f}" for m in methods) + " |")

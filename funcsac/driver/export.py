@@ -1,0 +1,101 @@
+"""A trained agent's deterministic policy as a standalone file: a ``torch.export`` program
+(``.pt2``) or an ONNX model, that maps observations to actions in the environment's bounds and
+runs without funcsac."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..config import SACConfig
+from ..networks import apply_actor
+from .atomic import write_atomically
+from .envs import EnvSpec
+
+FORMATS = ("torch-export", "onnx")
+
+
+class Policy(nn.Module):
+    """One agent's deterministic policy: ``obs [B, obs_dim]`` (float32) -> action ``[B, act_dim]``
+    in the environment's bounds and the action space's dtype. The actor's tensors are buffers in
+    the agent's dtype, which the computation uses."""
+
+    def __init__(self, template: nn.Module, params: dict, config: SACConfig, spec: EnvSpec):
+        super().__init__()
+        # not a submodule: the weightless template (on the meta device) is no part of the state
+        object.__setattr__(self, "template", template)
+        self.names = tuple(params)
+        for i, tensor in enumerate(params.values()):
+            self.register_buffer(f"param_{i}", tensor)
+        self.register_buffer("low", torch.as_tensor(spec.low, dtype=config.dtype))
+        self.register_buffer("high", torch.as_tensor(spec.high, dtype=config.dtype))
+        self.log_std_min, self.log_std_max = config.log_std_min, config.log_std_max
+        self.action_dtype = torch.from_numpy(np.empty(0, spec.action_dtype)).dtype
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        params = {name: getattr(self, f"param_{i}") for i, name in enumerate(self.names)}
+        obs = _as_dtype(obs, self.low.dtype)
+        # observation normalisation, once runs have it, applies here: obs -> (obs - mean) / std
+        mean, _ = apply_actor(self.template, params, obs, self.log_std_min, self.log_std_max)
+        action = torch.tanh(mean).clip(-1.0, 1.0)
+        scaled = self.low + (action + 1.0) * 0.5 * (self.high - self.low)
+        return _as_dtype(scaled, self.action_dtype)
+
+
+def _as_dtype(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` in ``dtype``; no conversion in the exported graph when it already is."""
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
+    """The deterministic policy of ``agent`` (a ``funcsac.load`` result) as a plain module on the
+    CPU, giving the same actions as ``agent.act(obs)``. A run of several agents needs
+    ``agent_index`` to pick one."""
+    if agent_index is not None:
+        if not -len(agent) <= agent_index < len(agent):
+            raise ValueError(f"agent index {agent_index} out of range: the run has {len(agent)} "
+                             "agent(s)")
+        agent = agent[agent_index]
+    elif len(agent) > 1:
+        raise ValueError(f"this run has {len(agent)} agents; export one of them: agent[i] or "
+                         "agent_index=i (--agent I on the command line)")
+    state = agent.state
+    params = {name: t.detach().to("cpu", copy=True) for name, t in state.actor.items()}
+    return Policy(state.static.actor, params, state.config, agent.spec)
+
+
+def export_policy(agent, path: Union[str, Path], fmt: str,
+                  agent_index: Optional[int] = None) -> Path:
+    """Write the deterministic policy of ``agent`` to ``path`` in format ``fmt``: "torch-export"
+    (load with ``torch.export.load(path).module()``) or "onnx" (input "obs", output "action");
+    either takes float32 ``obs [B, obs_dim]`` for any batch size ``B``. Returns ``path``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt == "onnx":
+        try:
+            import onnx  # noqa: F401
+            import onnxscript  # noqa: F401
+        except ImportError as e:
+            raise ValueError(f"ONNX export needs onnx and onnxscript ({e}): "
+                             "pip install 'funcsac[export]'") from e
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ValueError(f"cannot write {path}: the folder {path.parent} does not exist")
+    module = policy_module(agent, agent_index).eval()
+    # a batch of 2: torch.export specialises a dimension whose example size is 1
+    example = torch.zeros(2, agent.spec.obs_dim, dtype=torch.float32)
+    dynamic_shapes = ({0: torch.export.Dim("batch")},)
+    if fmt == "torch-export":
+        program = torch.export.export(module, (example,), dynamic_shapes=dynamic_shapes)
+        # drop what the action does not use (the log-std head), which torch.export keeps
+        program.graph_module.graph.eliminate_dead_code()
+        program.graph_module.recompile()
+        write_atomically(path, lambda f: torch.export.save(program, f))
+    else:
+        program = torch.onnx.export(module, (example,), dynamo=True, dynamic_shapes=dynamic_shapes,
+                                    input_names=["obs"], output_names=["action"], verbose=False)
+        write_atomically(path, lambda f: f.write(program.model_proto.SerializeToString()))
+    return path

@@ -1,0 +1,108 @@
+"""A trained run as an ``Agent``: its final state, its configuration and an ``act`` in the
+environment's own action scale, from the run directory alone."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import List, Optional, Union
+
+import numpy as np
+import torch
+
+from .. import keys
+from ..act import act
+from ..state import SACState, init_state
+from .agents import AgentSpec, agent_specs, select, stack
+from .checkpoint import CheckpointError, load_checkpoint, restore_state
+from .config import TrainConfig
+from .envs import EnvSpec, env_spec, make_vector_env, scale_action
+from .seeds import AgentSeeds
+
+CHECKPOINT = "checkpoint.pt"
+
+
+@dataclasses.dataclass
+class Agent:
+    """The agents of a run (stacked along a leading axis when there are several; ``agent[i]`` is
+    one of them), as their last checkpoint left them at env step ``step``."""
+
+    state: SACState
+    config: TrainConfig
+    spec: EnvSpec
+    agent_specs: List[AgentSpec]  # seed and hyperparameter overrides of each agent
+    step: int
+    run_dir: Path
+    key: Optional[torch.Tensor] = None  # for stochastic actions without a given key
+
+    def __len__(self) -> int:
+        return len(self.agent_specs)
+
+    def __getitem__(self, i: int) -> "Agent":
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"agent {i} out of range: the run has {len(self)} agent(s)")
+        i %= len(self)
+        return dataclasses.replace(self, state=select(self.state, i, len(self)),
+                                   agent_specs=[self.agent_specs[i]], key=None)
+
+    @property
+    def eval_seed(self) -> int:
+        """The seed of the first evaluation episode during training (episode i: seed + i)."""
+        return AgentSeeds.of(self.agent_specs[0].seed, self.config.num_envs).eval
+
+    def act(self, obs, deterministic: bool = True, key: Optional[torch.Tensor] = None):
+        """Actions in the environment's bounds for ``obs [B, obs_dim]`` or ``[obs_dim]``, numpy
+        (returned as numpy in the action space's dtype) or torch (returned as a tensor on the
+        agent's device). Stochastic actions draw from ``key``, else from the agent's own key,
+        which advances with each call."""
+        if len(self) > 1:
+            raise ValueError(f"this run has {len(self)} agents; act with one of them: agent[i]")
+        cfg = self.state.config
+        as_numpy = not isinstance(obs, torch.Tensor)
+        obs_t = torch.as_tensor(np.asarray(obs) if as_numpy else obs, dtype=cfg.dtype,
+                                device=cfg.device)
+        if not deterministic and key is None:
+            if self.key is None:
+                self.key = keys.make_key(self.agent_specs[0].seed, cfg.device)
+            self.key, key = keys.split(self.key, 2)
+        with torch.no_grad():
+            action = act(self.state, obs_t, deterministic, key)
+        return scale_action(action.cpu().numpy() if as_numpy else action, self.spec)
+
+
+def load(run_dir: Union[str, Path], device: str = "cpu") -> Agent:
+    """The agent(s) of the run in ``run_dir`` from its checkpoint, on ``device`` (a run trained
+    on a GPU loads on the CPU). Raises ``CheckpointError`` (a ``ValueError``) when ``run_dir``
+    holds no funcsac run or its checkpoint is damaged or inconsistent."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise CheckpointError(f"{run_dir} is not a directory: expected a funcsac run directory")
+    if not (run_dir / CHECKPOINT).is_file():
+        raise CheckpointError(f"{run_dir} holds no funcsac run: no checkpoint ({CHECKPOINT}) in it")
+    payload = load_checkpoint(run_dir / CHECKPOINT)
+    try:
+        config = TrainConfig.from_dict({**payload["config"], "device": device})
+        step = int(payload["progress"]["env_step"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{run_dir / CHECKPOINT} holds no valid run configuration "
+                              f"({e})") from e
+    spec = _saved_spec(payload, config)
+    sac_config = config.sac_config(spec.obs_dim, spec.act_dim)
+    specs = agent_specs(config.seed, config.num_seeds, config.sweep)
+    template = stack([init_state(sac_config, seed=0) for _ in specs])
+    state = restore_state(template, payload["agent"])
+    return Agent(state, config, spec, specs, step, run_dir)
+
+
+def _saved_spec(payload: dict, config: TrainConfig) -> EnvSpec:
+    """The environment's sizes and action bounds as the checkpoint keeps them, or (checkpoints
+    that lack them) as the environment says."""
+    if "env_spec" in payload:
+        try:
+            return EnvSpec.from_dict(payload["env_spec"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(f"checkpoint's environment description is malformed ({e})") from e
+    envs = make_vector_env(config.env_id, 1)
+    try:
+        return env_spec(envs)
+    finally:
+        envs.close()
