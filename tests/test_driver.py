@@ -118,8 +118,8 @@ def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):
     funcsac.train(short, tmp_path)
     assert main(["train", "--run-dir", str(tmp_path), "--resume", "--total-steps", "1200"]) == 0
     assert len(eval_rows(tmp_path)) == 4
-    with pytest.raises(ValueError, match=r"different configuration \(gamma"):
-        funcsac.train(dataclasses.replace(RESUME, gamma=0.9), tmp_path, resume=True)
+    with pytest.raises(ValueError, match=r"different configuration \(num_critics"):
+        funcsac.train(dataclasses.replace(RESUME, num_critics=3), tmp_path, resume=True)
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -219,13 +219,14 @@ def test_sweep_sets_each_agents_hyperparameter(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["redq", "droq"])
 def test_preset_learns_pendulum(tmp_path, name):
-    """UTD 20, compiled as in real use; Pendulum is solved well within 10,000 env steps."""
+    """UTD 20, compiled as in real use; Pendulum is solved within 1,250 env steps (both reached
+    about -125 by then on this seed)."""
     cfg = funcsac.TrainConfig.from_dict({
-        **funcsac.presets.preset(name), "env_id": "Pendulum-v1", "total_steps": 1500,
-        "learning_starts": 500, "eval_every": 500, "eval_episodes": 3, "hidden_sizes": (64, 64),
+        **funcsac.presets.preset(name), "env_id": "Pendulum-v1", "total_steps": 1250,
+        "learning_starts": 500, "eval_every": 250, "eval_episodes": 3, "hidden_sizes": (64, 64),
         "progress": False, "seed": 1})
     result = funcsac.train(cfg, tmp_path)
-    assert result.state.step.item() == 1001 * 20
+    assert result.state.step.item() == 751 * 20
     assert max(e.return_mean for e in result.evals) >= -250, [e.return_mean for e in result.evals]
 
 

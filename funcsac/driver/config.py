@@ -9,14 +9,18 @@ from pathlib import Path
 import torch
 
 from ..config import SACConfig
+from ..state import HParams
 from .agents import parse_sweep
 
 # SACConfig fields that come from the environment or are code, not settings
 _AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype"}
 AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
 
-RUN_LENGTH_FIELDS = {"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
-                     "log_every", "compile", "progress"}
+# settings a resumed run may change: its length, logging, and the dynamic hyperparameters (whose
+# new values replace the checkpointed ones)
+RESUME_MAY_CHANGE = ({"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
+                      "log_every", "compile", "progress", "wandb_project", "wandb_mode"}
+                     | set(HParams._fields))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +47,8 @@ class RunSettings:
     device: str = "cpu"
     dtype: str = "float32"
     progress: bool = True
+    wandb_project: str = ""
+    wandb_mode: str = "online"
 
 
 _HELP = {
@@ -69,6 +75,9 @@ _HELP = {
     "device": "torch device for the agent and the replay buffer",
     "dtype": "floating dtype of the agent (float32 or float64)",
     "progress": "show a progress bar",
+    "wandb_project": "also log to this Weights & Biases project (needs funcsac[wandb]; empty: "
+                     "no W&B)",
+    "wandb_mode": "W&B mode: online, or offline (synced later with `wandb sync`)",
     "hidden_sizes": "hidden layer widths of the actor and of each critic",
     "num_critics": "critics in the ensemble (N)",
     "num_target_critics": "target critics the TD target takes the min over, drawn at random "
@@ -108,7 +117,8 @@ class _TrainConfigMethods:
         for name in ("hidden_sizes", "adam_betas"):  # SACConfig rejects other types
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
-        for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype"):
+        for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype", "wandb_project",
+                     "wandb_mode"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TrainConfig.{name} must be a string, got "
                                  f"{getattr(self, name)!r}")
@@ -127,6 +137,13 @@ class _TrainConfigMethods:
         if self.autoreset_mode not in ("same-step", "next-step"):
             raise ValueError("TrainConfig.autoreset_mode must be 'same-step' or 'next-step', "
                              f"got {self.autoreset_mode!r}")
+        bad = set(self.wandb_project) & set("/\\#?%:")
+        if bad or len(self.wandb_project) > 128:
+            raise ValueError("TrainConfig.wandb_project must be a W&B project name (at most 128 "
+                             f"characters, none of / \\ # ? % :), got {self.wandb_project!r}")
+        if self.wandb_mode not in ("online", "offline"):
+            raise ValueError("TrainConfig.wandb_mode must be 'online' or 'offline', got "
+                             f"{self.wandb_mode!r}")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"TrainConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}")
         self.sac_config(1, 1)  # validates the agent's fields

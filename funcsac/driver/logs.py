@@ -1,9 +1,11 @@
-"""Run logs: CSV files, TensorBoard when installed, and per-phase timings."""
+"""Run logs: CSV files, TensorBoard when installed, Weights & Biases on request, and per-phase
+timings."""
 from __future__ import annotations
 
 import contextlib
 import csv
 import io
+import secrets
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -80,10 +82,70 @@ class TensorBoard:
     def write(self, prefix: str, row: dict, step: int) -> None:
         if self.writer is None:
             return
-        for k, v in row.items():
-            if k != "step" and isinstance(v, (int, float)):
-                self.writer.add_scalar(f"{prefix}/{k}", v, step)
+        for k, v in _scalars(row).items():
+            self.writer.add_scalar(f"{prefix}/{k}", v, step)
+
+    def image(self, name: str, path: Path, step: int) -> None:
+        if self.writer is not None:
+            import matplotlib.image
+            self.writer.add_image(name, matplotlib.image.imread(path)[..., :3], step,
+                                  dataformats="HWC")
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+class WandbLog:
+    """Config, scalars and images to a Weights & Biases run. Its id is kept in
+    ``RUN_DIR/wandb-id``, so a resumed funcsac run continues the same W&B run."""
+
+    def __init__(self, run_dir: Path, project: str, mode: str, config: dict):
+        try:
+            import wandb
+        except ImportError as e:
+            raise ValueError("--wandb-project needs wandb: pip install 'funcsac[wandb]'") from e
+        id_file = Path(run_dir) / "wandb-id"
+        if not id_file.exists():
+            id_file.write_text(secrets.token_hex(4))
+        self.wandb = wandb
+        self.run = wandb.init(project=project, mode=mode, dir=str(run_dir),
+                              id=id_file.read_text().strip(), resume="allow",
+                              name=Path(run_dir).resolve().name, config=config,
+                              reinit="create_new", settings=wandb.Settings(quiet=True))
+
+    def write(self, prefix: str, row: dict, step: int) -> None:
+        self.run.log({f"{prefix}/{k}": v for k, v in _scalars(row).items()}, step=step)
+
+    def image(self, name: str, path: Path, step: int) -> None:
+        self.run.log({name: self.wandb.Image(str(path))}, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+class Boards:
+    """Every scalar logger of a run (TensorBoard, W&B) as one."""
+
+    def __init__(self, boards: list):
+        self.boards = boards
+
+    def write(self, prefix: str, row: dict, step: int) -> None:
+        """The row's numbers as ``prefix/column`` scalars at env step ``step``."""
+        for b in self.boards:
+            b.write(prefix, row, step)
+
+    def image(self, name: str, path: Path, step: int) -> None:
+        """A PNG file as image ``name`` at env step ``step``."""
+        for b in self.boards:
+            b.image(name, path, step)
+
+    def close(self) -> None:
+        for b in self.boards:
+            b.close()
+
+
+def _scalars(row: dict) -> dict:
+    """The row's numeric columns, but ``step``."""
+    return {k: v for k, v in row.items()
+            if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -14,7 +14,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -23,21 +23,23 @@ from tqdm.auto import tqdm
 from .. import keys
 from ..act import act
 from ..batch import Batch
-from ..state import SACState, init_state
+from ..state import HParams, SACState, init_state
 from ..stored_compile import compile_stored
 from ..update import METRIC_NAMES, update
 from ..update_many import update_many
-from .agents import agent_specs, select, stack, vmap_agents, with_overrides
+from .agents import agent_specs, parse_sweep, select, stack, vmap_agents, with_overrides
 from .buffer import ReplayBuffer
+from .callbacks import Callback, Report, call_all
 from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
                          state_leaves)
-from .config import RUN_LENGTH_FIELDS, TrainConfig
+from .config import RESUME_MAY_CHANGE, TrainConfig
 from .envs import (autoreset_mode, check_finite, env_spec, make_eval_env, make_vector_env,
                    scale_action, transitions)
 from .envstate import EnvStateError, restore_envs, save_envs, unsaveable_envs
 from .evaluate import EvalResult, evaluate
-from .logs import EVAL_COLUMNS, PHASES, CsvLog, TensorBoard, Timings
+from .logs import EVAL_COLUMNS, PHASES, Boards, CsvLog, TensorBoard, Timings, WandbLog
 from .replay_files import delete_unlisted_chunks, load_buffer, save_buffer
+from .plot import plot_runs
 from .rundir import prepare_run_dir
 from .seeds import AgentSeeds, fresh_episode_seed
 
@@ -57,6 +59,7 @@ class TrainResult:
 
     state: SACState
     evals: List[EvalResult]
+    stopped_early: bool = False  # a callback asked to stop; the checkpoint can be resumed
 
 
 @dataclasses.dataclass
@@ -110,11 +113,13 @@ def _check_resumable(config: TrainConfig, payload: dict) -> None:
     plain = lambda v: json.loads(json.dumps(v))  # noqa: E731  (tuples and lists compare equal)
     saved = payload["config"]
     diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
-            if k not in RUN_LENGTH_FIELDS and plain(saved.get(k)) != plain(v)}
+            if k not in RESUME_MAY_CHANGE and plain(saved.get(k)) != plain(v)}
     if diff:
         lines = ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
         raise CheckpointError(f"the checkpoint belongs to a different configuration ({lines}); "
-                              "only run-length settings may change on resume")
+                              "only run-length and logging settings and dynamic "
+                              f"hyperparameters ({', '.join(HParams._fields)}) may change on "
+                              "resume")
 
 
 class _StopFlag:
@@ -155,8 +160,11 @@ def _split_keys(key: torch.Tensor):
 class Run:
     """One training run: its agents, replay buffers, environments, logs and loop progress."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path, payload: Optional[dict]):
-        self.config, self.run_dir = config, run_dir
+    def __init__(self, config: TrainConfig, run_dir: Path, payload: Optional[dict],
+                 callbacks: Sequence[Callback] = ()):
+        self.config, self.run_dir, self.callbacks = config, run_dir, list(callbacks)
+        self.stopped = False  # a callback asked to stop
+        self.retuned = False  # resumed with new values of dynamic hyperparameters
         self.agents = agent_specs(config.seed, config.num_seeds, config.sweep)
         self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
         self.envs = make_vector_env(config.env_id, len(self.agents) * config.num_envs,
@@ -206,7 +214,7 @@ class Run:
                         np.zeros(A * n, int), [[] for _ in self.agents], [], {}, 0.0)
 
     def _restore(self, payload: dict) -> None:
-        self.state = restore_state(self.state, payload["agent"])
+        self.state = self._retune(restore_state(self.state, payload["agent"]), payload["config"])
         if not isinstance(payload["buffers"], list) or len(payload["buffers"]) != len(self.agents):
             raise CheckpointError(f"checkpoint has replay entries for {len(payload['buffers'])} "
                                   f"agents, this run has {len(self.agents)}")
@@ -220,6 +228,21 @@ class Run:
             raise CheckpointError(f"checkpoint's environment state cannot be restored: {e}") from e
         if fresh:
             self._start_fresh_episodes(fresh)
+
+    def _retune(self, state: SACState, saved: dict) -> SACState:
+        """``state`` with the dynamic hyperparameters whose configured value differs from the
+        checkpoint's config set to the new value (for every agent; a sweep's own values stay)."""
+        old = TrainConfig.from_dict(saved).sac_config(self.spec.obs_dim, self.spec.act_dim)
+        swept, _ = parse_sweep(self.config.sweep)
+        changed = {k: getattr(self.sac_config, k) for k in HParams._fields
+                   if k != swept and getattr(old, k) != getattr(self.sac_config, k)}
+        self.retuned = bool(changed)
+        if changed:
+            print("funcsac: resumed with " + ", ".join(
+                f"{k} {getattr(old, k)} -> {v}" for k, v in changed.items()))
+        hp = state.hparams
+        return state.replace(hparams=hp._replace(
+            **{k: torch.full_like(getattr(hp, k), v) for k, v in changed.items()}))
 
     def _start_fresh_episodes(self, indices: list) -> None:
         """Sub-environments whose state was not saved start fresh episodes (resume not exact)."""
@@ -253,7 +276,11 @@ class Run:
         if resumed:
             self.metrics_log.truncate_after(self.progress.env_step)
             self.eval_log.truncate_after(self.progress.env_step)
-        self.board = TensorBoard(self.run_dir)
+        boards = [TensorBoard(self.run_dir)]
+        if self.config.wandb_project:
+            boards.append(WandbLog(self.run_dir, self.config.wandb_project,
+                                   self.config.wandb_mode, self.config.to_dict()))
+        self.board = Boards(boards)
 
     # -- the stages ------------------------------------------------------------------------------
     def collect(self) -> None:
@@ -273,7 +300,7 @@ class Run:
                                             z[0] if A == 1 else z)
             action = action.reshape(A * n, spec.act_dim).cpu().numpy()
             next_obs, reward, terminated, truncated, infos = self.envs.step(
-                scale_action(action, spec).astype(self.envs.single_action_space.dtype))
+                scale_action(action, spec))
             valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,
                                            p.prev_done)
             check_finite(cfg.env_id, p.env_step + n, observation=true_next, reward=reward)
@@ -327,8 +354,9 @@ class Run:
             self.state, self.metrics = self.step_fn(self.state, rows)
             p.updates += k
 
-    def evaluate(self) -> None:
-        """Deterministic-policy episodes for every agent; one row each in eval.csv."""
+    def evaluate(self) -> List[EvalResult]:
+        """Deterministic-policy episodes for every agent; one row each in eval.csv. Returns the
+        results."""
         A, p = len(self.agents), self.progress
         for i, (agent, seeds) in enumerate(zip(self.agents, self.seeds)):
             with self.timings.phase("eval"):
@@ -340,9 +368,11 @@ class Run:
             self.board.write(f"eval/agent{i}" if A > 1 else "eval", row, p.env_step)
         mean = np.mean([e.return_mean for e in p.evals[-A:]])
         self.bar.set_postfix(eval_return=f"{mean:.1f}")
+        return p.evals[-A:]
 
-    def log_metrics(self) -> None:
-        """One row per agent in metrics.csv: the last update's metrics, returns, speeds, times."""
+    def log_metrics(self) -> List[dict]:
+        """One row per agent in metrics.csv: the last update's metrics, returns, speeds, times.
+        Returns the rows."""
         A, p = len(self.agents), self.progress
         now = time.perf_counter()
         dt = max(now - self.last_log[0], 1e-9)
@@ -350,6 +380,7 @@ class Run:
                   "env_steps_per_s": (p.env_step - self.last_log[1]) * A / dt,
                   "updates_per_s": (p.updates - self.last_log[2]) * A / dt,
                   **{f"time_{ph}": self.timings.totals[ph] for ph in PHASES}}
+        rows = []
         for i, agent in enumerate(self.agents):
             returns = p.finished_returns[i]
             row = {**(agent.label() if A > 1 else {}), **shared,
@@ -359,8 +390,10 @@ class Run:
                             for name, v in self.metrics.items()})
             self.metrics_log.write(row)
             self.board.write(f"train/agent{i}" if A > 1 else "train", row, p.env_step)
+            rows.append(row)
         p.finished_returns = [[] for _ in self.agents]
         self.last_log = (now, p.env_step, p.updates)
+        return rows
 
     def checkpoint(self) -> None:
         """Write the new replay rows, then the checkpoint (atomically); then drop replay chunks
@@ -373,36 +406,53 @@ class Run:
             save_checkpoint(self.run_dir / CHECKPOINT, {
                 "config": self.config.to_dict(), "agent": state_leaves(self.state),
                 "buffers": manifests, "progress": self.progress.to_checkpoint(),
-                "envs": save_envs(self.envs)})
+                "envs": save_envs(self.envs), "env_spec": self.spec.to_dict()})
             self.buffer_manifests = manifests
             delete_unlisted_chunks(self.run_dir, manifests)
 
     def record(self, before: int) -> None:
-        """Logs, evaluations and checkpoints whose interval the last vector step crossed."""
+        """Logs, evaluations and checkpoints whose interval the last vector step crossed; then
+        the callbacks, if anything was logged or evaluated. A callback's request to stop ends the
+        run with a checkpoint."""
         cfg, step = self.config, self.progress.env_step
         end = step >= cfg.total_steps
-        if _crossed(before, step, cfg.log_every) or end:
-            self.log_metrics()
-        if _crossed(before, step, cfg.eval_every) or end:
-            self.evaluate()
-        if _crossed(before, step, cfg.checkpoint_every) or end:
+        logs = self.log_metrics() if _crossed(before, step, cfg.log_every) or end else []
+        evals = self.evaluate() if _crossed(before, step, cfg.eval_every) or end else []
+        checkpointed = _crossed(before, step, cfg.checkpoint_every) or end
+        if checkpointed:
             self.checkpoint()
+        if self.callbacks and (logs or evals):
+            report = Report(step, logs, evals, checkpointed, self.run_dir, self.state)
+            if call_all(self.callbacks, report) and not end:
+                if not checkpointed:
+                    self.checkpoint()
+                self.stopped = True
+
+    def plot(self) -> None:
+        """The eval curve to RUN_DIR/curve.png and to the loggers."""
+        path = plot_runs([self.run_dir], self.run_dir / "curve.png")
+        self.board.image("curve", path, self.progress.env_step)
 
     def close(self) -> None:
-        """Release the progress bar, the TensorBoard writer and the environments (those made so
-        far, if the setup failed)."""
+        """Release the progress bar, the loggers and the environments (those made so far, if the
+        setup failed)."""
         for name in ("bar", "board", "envs", "eval_env"):
             if hasattr(self, name):
                 getattr(self, name).close()
 
 
-def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = False
-          ) -> TrainResult:
+def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = False,
+          callbacks: Sequence[Callback] = ()) -> TrainResult:
     """Train SAC on ``config.env_id``; everything is written to ``run_dir``.
 
     With ``resume``, continue from ``run_dir/checkpoint.pt`` (which must exist and match the
-    config, except for run-length settings such as ``total_steps``). Without it, ``run_dir`` must
+    config, except for run-length and logging settings such as ``total_steps``, and the dynamic
+    hyperparameters, whose new values replace the checkpointed ones). Without it, ``run_dir`` must
     not hold a run already; ``overwrite`` moves such a run aside (``RUN_DIR.old-TIMESTAMP``).
+
+    Each callback is called with a ``Report`` after every record stage that wrote metrics or
+    evaluations; if one returns a true value, the run stops there with a checkpoint
+    (``TrainResult.stopped_early``) and can be resumed.
     """
     torch.set_flush_denormal(True)
     run_dir = Path(run_dir)
@@ -411,9 +461,10 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
         if payload is not None:
             _check_resumable(config, payload)
         prepare_run_dir(run_dir, resume, overwrite)
-        run = Run(config, run_dir, payload)
+        run = Run(config, run_dir, payload, callbacks)
         try:
-            while run.progress.env_step < config.total_steps:
+            start = run.progress.env_step
+            while run.progress.env_step < config.total_steps and not run.stopped:
                 if stop.requested:
                     run.checkpoint()
                     raise KeyboardInterrupt(f"interrupted at step {run.progress.env_step}; "
@@ -422,13 +473,15 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
                 run.collect()
                 run.learn()
                 run.record(before)
+            if run.retuned and run.progress.env_step == start:  # no step left: keep the change
+                run.checkpoint()
+            run.plot()
         finally:
             run.close()
-    from .plot import plot_runs
-    plot_runs([run_dir], run_dir / "curve.png")
     p = run.progress
     final = np.mean([e.return_mean for e in p.evals[-len(run.agents):]])
+    stopped = "\nfuncsac: stopped by a callback; continue with --resume" if run.stopped else ""
     print(f"funcsac: {p.env_step} env steps x {len(run.agents)} agent(s), {p.updates} updates "
           f"each in {time.perf_counter() - run.start:.1f} s; final eval return {final:.1f}\n"
-          f"{run.timings.summary()}")
-    return TrainResult(run.state, p.evals)
+          f"{run.timings.summary()}{stopped}")
+    return TrainResult(run.state, p.evals, run.stopped)
