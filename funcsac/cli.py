@@ -1,4 +1,4 @@
-"""Command line: ``funcsac train ...`` and ``funcsac plot RUN_DIR ...``."""
+"""Command line: ``funcsac train``, ``evaluate``, ``plot`` (see ``funcsac COMMAND --help``)."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,7 @@ import typing
 from pathlib import Path
 
 from .driver.config import TrainConfig, help_text, load_config_file
+from .driver.tune import SCHEDULERS
 from .presets import PRESETS, preset
 
 _DEFAULTS = TrainConfig()
@@ -47,25 +48,89 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train an agent")
     train.add_argument("--run-dir", required=True, help="folder for logs, checkpoints and plots")
-    train.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
-    train.add_argument("--preset", choices=sorted(PRESETS),
-                       help="a named variant (redq, droq); config file and flags override it")
     train.add_argument("--resume", action="store_true",
                        help="continue from RUN_DIR/checkpoint.pt with RUN_DIR/config.json")
     train.add_argument("--overwrite", action="store_true",
                        help="if RUN_DIR holds a run, move it aside to RUN_DIR.old-TIMESTAMP "
                             "(nothing is deleted) and start a new one")
-    for field in dataclasses.fields(TrainConfig):
-        _add_field(train, field)
+    _add_settings(train)
+    tune = sub.add_parser("tune", help="a hyperparameter sweep on Ray Tune (needs "
+                          "funcsac[tune]); every train flag sets the base of every trial")
+    tune.add_argument("--search", action="append", default=[], metavar="NAME=KIND(ARGS)",
+                      help="a searched setting, KIND one of loguniform(lo,hi), uniform(lo,hi), "
+                           "randint(lo,hi), choice(v1,v2,...), grid(v1,v2,...); repeatable")
+    tune.add_argument("--num-samples", type=int, default=4,
+                      help="trials (times each grid value)")
+    tune.add_argument("--scheduler", choices=SCHEDULERS, default="fifo",
+                      help="fifo, asha (stops weak trials) or pbt (exploits and mutates "
+                           "dynamic hyperparameters)")
+    tune.add_argument("--pbt-interval", type=int, default=4,
+                      help="evaluations between PBT's exploit and explore steps of a trial")
+    tune.add_argument("--seeds-per-trial", type=int, default=1,
+                      help="agents per trial, vmapped in one process; a trial reports their "
+                           "mean eval return")
+    tune.add_argument("--storage", required=True,
+                      help="folder of the experiment's results and checkpoints (shared by all "
+                           "machines of a cluster)")
+    tune.add_argument("--name", default="funcsac-tune", help="experiment name (a folder in "
+                      "--storage)")
+    tune.add_argument("--address", help="Ray cluster to join (auto: the one started with "
+                      "`ray start`); default: a local Ray instance")
+    tune.add_argument("--cpus-per-trial", type=float, default=1.0)
+    tune.add_argument("--gpus-per-trial", type=float, default=0.0,
+                      help="GPUs per trial (fractions share one GPU); use with --device cuda")
+    tune.add_argument("--resume", action="store_true",
+                      help="continue the interrupted experiment STORAGE/NAME")
+    _add_settings(tune)
+    evaluate = sub.add_parser("evaluate", help="evaluate a trained run's final agent(s) with "
+                              "the deterministic policy; rows appended to RUN_DIR/evaluate.csv")
+    evaluate.add_argument("run_dir")
+    evaluate.add_argument("--episodes", type=int, default=10, help="episodes per agent")
+    evaluate.add_argument("--seed", type=int, default=None,
+                          help="episode i starts from seed + i (default: the run's eval seeds)")
+    evaluate.add_argument("--video", metavar="DIR",
+                          help="record every episode to an MP4 in DIR (needs funcsac[video])")
+    evaluate.add_argument("--device", default="cpu", help="torch device to act on")
+    export = sub.add_parser("export", help="write a trained run's deterministic policy to a "
+                            "file that runs without funcsac (torch.export program or ONNX model)")
+    export.add_argument("run_dir")
+    export.add_argument("--format", required=True, metavar="FORMAT",
+                        help="torch-export (.pt2, torch.export.load) or onnx (needs "
+                             "funcsac[export])")
+    export.add_argument("--out", required=True, help="path of the file to write")
+    export.add_argument("--agent", type=int, default=None, metavar="I",
+                        help="which agent of a run of several to export")
     plot = sub.add_parser("plot", help="plot eval return against steps for one or more runs")
     plot.add_argument("run_dirs", nargs="+")
     plot.add_argument("--out", help="PNG path (default: curve.png in the first run directory)")
     return parser
 
 
+def _add_settings(parser) -> None:
+    """--config, --preset and a flag per TrainConfig field."""
+    parser.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="a named variant (redq, droq); config file and flags override it")
+    for field in dataclasses.fields(TrainConfig):
+        _add_field(parser, field)
+
+
+def _tune(args) -> None:
+    from .driver.tune import TuneSettings, load_settings, results_table, run_tune, searches_of
+    settings = None
+    if not args.resume:
+        settings = TuneSettings(_train_config(args).to_dict(), searches_of(args.search),
+                                args.num_samples, args.scheduler, args.seeds_per_trial,
+                                args.cpus_per_trial, args.gpus_per_trial, args.pbt_interval)
+    results = run_tune(settings, args.storage, args.name, args.address, args.resume)
+    path = Path(args.storage).resolve() / args.name
+    print(results_table(results, load_settings(path).searches))
+    print(f"results in {path}; curves of the best trials in {path / 'best.png'}")
+
+
 def _train_config(args) -> TrainConfig:
     values = {}
-    if args.resume:
+    if args.command == "train" and args.resume:
         saved = Path(args.run_dir) / "config.json"
         if not saved.is_file():
             raise ValueError(f"--resume: {saved} does not exist, so {args.run_dir} holds no run "
@@ -81,6 +146,40 @@ def _train_config(args) -> TrainConfig:
     return TrainConfig.from_dict(values)
 
 
+def _evaluate(args) -> None:
+    from .driver import evaluate_agent, load
+    from .driver.logs import CsvLog
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    agent = load(args.run_dir, device=args.device)
+    results = evaluate_agent(agent, args.episodes, args.seed, args.video)
+    log = CsvLog(Path(args.run_dir) / "evaluate.csv", EVALUATE_COLUMNS)
+    for r, spec in zip(results, agent.agent_specs):
+        log.write({**dataclasses.asdict(r), "episodes": args.episodes,
+                   "seed": agent[r.agent].eval_seed if args.seed is None else args.seed,
+                   "agent_seed": spec.seed, "overrides": json.dumps(spec.overrides)})
+        print(f"agent {r.agent} (seed {spec.seed}{', ' if spec.overrides else ''}"
+              f"{', '.join(f'{k}={v}' for k, v in spec.overrides.items())}) at step {r.step}: "
+              f"return {r.return_mean:.2f} +- {r.return_std:.2f}, episode length "
+              f"{r.episode_length_mean:.1f} +- {r.episode_length_std:.1f} over {args.episodes} "
+              "episodes")
+    if args.video:
+        print(f"videos in {args.video}")
+
+
+EVALUATE_COLUMNS = ["step", "agent", "agent_seed", "overrides", "episodes", "seed", "return_mean",
+                    "return_std", "episode_length_mean", "episode_length_std"]
+
+
+def _export(args) -> None:
+    from .driver import load
+    from .driver.export import export_policy
+    agent = load(args.run_dir)
+    out = export_policy(agent, args.out, args.format, agent_index=args.agent)
+    print(f"wrote {out} ({args.format}: obs [B, {agent.spec.obs_dim}] float32 -> action "
+          f"[B, {agent.spec.act_dim}])")
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from .driver import plot_runs, train
@@ -88,6 +187,12 @@ def main(argv=None) -> int:
         if args.command == "plot":
             out = plot_runs(args.run_dirs, args.out or Path(args.run_dirs[0]) / "curve.png")
             print(f"wrote {out}")
+        elif args.command == "tune":
+            _tune(args)
+        elif args.command == "evaluate":
+            _evaluate(args)
+        elif args.command == "export":
+            _export(args)
         else:
             train(_train_config(args), args.run_dir, resume=args.resume, overwrite=args.overwrite)
     except ValueError as e:
