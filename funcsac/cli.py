@@ -1,4 +1,5 @@
-"""Command line: ``funcsac train``, ``evaluate``, ``plot`` (see ``funcsac COMMAND --help``)."""
+"""Command line: ``funcsac train``, ``tune``, ``evaluate``, ``export``, ``plot`` (see
+``funcsac COMMAND --help``)."""
 from __future__ import annotations
 
 import argparse

@@ -69,14 +69,17 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
 
 @dataclasses.dataclass(frozen=True)
 class Losses:
-    """The losses ``update`` differentiates; replace one to change SAC without copying ``update``.
+    """The pieces ``update`` is built from; replace one to change SAC without copying ``update``.
 
-    Each has the signature of its default in ``funcsac.losses`` and returns ``(loss, aux)``.
+    ``target(state, batch, key) -> [B]`` computes the critics' regression target (default
+    ``td_target``); the losses have the signatures of their defaults in ``funcsac.losses`` and
+    return ``(loss, aux)``.
     """
 
     critic: Callable = losses.critic_loss
     actor: Callable = losses.actor_loss
     temperature: Callable = losses.temperature_loss
+    target: Callable = td_target
 
 
 def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tuple[SACState, Metrics]]:
@@ -90,7 +93,7 @@ def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tupl
         key, k_target, k_critic, k_actor = keys.split(state.key, 4)
         alpha = torch.exp(state.log_alpha)
 
-        target_q = td_target(state, batch, k_target)
+        target_q = loss_fns.target(state, batch, k_target)
         critic, critic_opt, c_norm, (c_loss, q) = _train(
             loss_fns.critic, state.critic, static.critic_trainable, state.critic_opt,
             hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic)

@@ -49,3 +49,17 @@ def test_extra_actor_penalty():
     grad = torch.func.grad(lambda a: penalised(a, new.critic, state.static, batch.obs,
                                                state.log_alpha.exp(), k_actor)[0])(state.actor)
     torch.testing.assert_close(m["actor_grad_norm"], funcsac.global_norm(grad))
+
+
+def test_replaced_target():
+    # a target of the reward alone is the default target with gamma = 0, exactly
+    state, batch = funcsac.init_state(CFG, seed=0), make_batch(CFG)
+    myopic = funcsac.make_update(funcsac.Losses(target=lambda state, batch, key: batch.reward))
+    new, m = myopic(state, batch)
+    zero = state.replace(hparams=state.hparams._replace(gamma=torch.zeros((), dtype=torch.float64)))
+    expected, m_expected = funcsac.update(zero, batch)
+    torch.testing.assert_close(m["target_q_mean"], batch.reward.mean())
+    torch.testing.assert_close(new.critic, expected.critic, rtol=0, atol=0)
+    torch.testing.assert_close(m["critic_loss"], m_expected["critic_loss"], rtol=0, atol=0)
+    _, m_default = funcsac.update(state, batch)
+    assert not torch.allclose(m["critic_loss"], m_default["critic_loss"])

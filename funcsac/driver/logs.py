@@ -112,7 +112,8 @@ class WandbLog:
         self.run = wandb.init(project=project, mode=mode, dir=str(run_dir),
                               id=id_file.read_text().strip(), resume="allow",
                               name=Path(run_dir).resolve().name, config=config,
-                              reinit="create_new", settings=wandb.Settings(quiet=True))
+                              reinit="create_new", allow_val_change=True,
+                              settings=wandb.Settings(quiet=True))
 
     def write(self, prefix: str, row: dict, step: int) -> None:
         self.run.log({f"{prefix}/{k}": v for k, v in _scalars(row).items()}, step=step)
