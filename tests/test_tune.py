@@ -59,6 +59,8 @@ def test_parse_search_and_settings_errors():
         _settings("batch_size=choice(32, 0)")
     with pytest.raises(ValueError, match="SACConfig.tau must be in"):
         _settings("tau=uniform(0.5, 2)")
+    with pytest.raises(ValueError, match="--seeds-per-trial instead of --num-seeds"):
+        TuneSettings({**BASE, "num_seeds": 4}, (parse_search("tau=choice(0.01)"),))
 
 
 def test_fifo_trials_complete_with_vmapped_seeds(local_ray, tmp_path):

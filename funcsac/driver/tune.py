@@ -53,9 +53,10 @@ class TuneSettings:
             raise ValueError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
         if not self.searches:
             raise ValueError("a sweep needs at least one --search NAME=KIND(ARGS)")
-        if self.base.get("sweep"):
-            raise ValueError("a Tune trial is one configuration (times --seeds-per-trial): "
-                             "search the swept setting with --search instead of --sweep")
+        if self.base.get("sweep") or self.base.get("num_seeds") != 1:
+            raise ValueError("a Tune trial is one configuration times --seeds-per-trial: search "
+                             "the swept setting with --search instead of --sweep, and give "
+                             "--seeds-per-trial instead of --num-seeds")
         fixed = [s.name for s in self.searches if not s.dynamic]
         if self.scheduler == "pbt" and fixed:
             raise ValueError(f"PBT can only mutate dynamic hyperparameters (state leaves: "
