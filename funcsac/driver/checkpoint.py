@@ -9,6 +9,7 @@ import torch
 from ..state import SACState
 from .atomic import write_atomically
 
+CHECKPOINT = "checkpoint.pt"  # the file name of a run's checkpoint in its run directory
 FORMAT = "funcsac-run-checkpoint"
 VERSION = 2
 

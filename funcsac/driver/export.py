@@ -13,7 +13,7 @@ from torch import nn
 from ..config import SACConfig
 from ..networks import apply_actor
 from .atomic import write_atomically
-from .envs import EnvSpec
+from .envs import EnvSpec, scale_action
 
 FORMATS = ("torch-export", "onnx")
 
@@ -30,19 +30,16 @@ class Policy(nn.Module):
         self.names = tuple(params)
         for i, tensor in enumerate(params.values()):
             self.register_buffer(f"param_{i}", tensor)
-        self.register_buffer("low", torch.as_tensor(spec.low, dtype=config.dtype))
-        self.register_buffer("high", torch.as_tensor(spec.high, dtype=config.dtype))
+        self.spec, self.dtype = spec, config.dtype
         self.log_std_min, self.log_std_max = config.log_std_min, config.log_std_max
         self.action_dtype = torch.from_numpy(np.empty(0, spec.action_dtype)).dtype
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         params = {name: getattr(self, f"param_{i}") for i, name in enumerate(self.names)}
-        obs = _as_dtype(obs, self.low.dtype)
+        obs = _as_dtype(obs, self.dtype)
         # observation normalisation, once runs have it, applies here: obs -> (obs - mean) / std
         mean, _ = apply_actor(self.template, params, obs, self.log_std_min, self.log_std_max)
-        action = torch.tanh(mean).clip(-1.0, 1.0)
-        scaled = self.low + (action + 1.0) * 0.5 * (self.high - self.low)
-        return _as_dtype(scaled, self.action_dtype)
+        return _as_dtype(scale_action(torch.tanh(mean), self.spec), self.action_dtype)
 
 
 def _as_dtype(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

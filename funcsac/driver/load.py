@@ -13,12 +13,10 @@ from .. import keys
 from ..act import act
 from ..state import SACState, init_state
 from .agents import AgentSpec, agent_specs, select, stack
-from .checkpoint import CheckpointError, load_checkpoint, restore_state
+from .checkpoint import CHECKPOINT, CheckpointError, load_checkpoint, restore_state
 from .config import TrainConfig
 from .envs import EnvSpec, env_spec, make_vector_env, scale_action
 from .seeds import AgentSeeds
-
-CHECKPOINT = "checkpoint.pt"
 
 
 @dataclasses.dataclass

@@ -30,8 +30,8 @@ from ..update_many import update_many
 from .agents import agent_specs, parse_sweep, select, stack, vmap_agents, with_overrides
 from .buffer import ReplayBuffer
 from .callbacks import Callback, Report, call_all
-from .checkpoint import (CheckpointError, load_checkpoint, restore_state, save_checkpoint,
-                         state_leaves)
+from .checkpoint import (CHECKPOINT, CheckpointError, load_checkpoint, restore_state,
+                         save_checkpoint, state_leaves)
 from .config import RESUME_MAY_CHANGE, TrainConfig
 from .envs import (autoreset_mode, check_finite, env_spec, make_eval_env, make_vector_env,
                    scale_action, transitions)
@@ -48,7 +48,6 @@ from .seeds import AgentSeeds, fresh_episode_seed
 NOISE_BLOCK = 1024
 METRICS_COLUMNS = (["step", "episode_return", "episodes", "env_steps_per_s", "updates_per_s"]
                    + [f"time_{p}" for p in PHASES] + list(METRIC_NAMES))
-CHECKPOINT = "checkpoint.pt"
 PAYLOAD_KEYS = {"config", "agent", "buffers", "progress", "envs"}
 
 
