@@ -5,7 +5,6 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.batch import Batch
 from funcsac.driver.buffer import ReplayBuffer
 from funcsac.driver.checkpoint import save_checkpoint, save_tensors, state_leaves
 from funcsac.driver.replay_files import delete_unlisted_chunks, save_buffer
@@ -15,9 +14,9 @@ CAPACITY, EVERY, OBS, ACT = 1_000_000, 5_000, 17, 6
 
 def _rows(n, seed):
     g = torch.Generator().manual_seed(seed)
-    return Batch(torch.randn(n, OBS, generator=g), torch.rand(n, ACT, generator=g),
-                 torch.randn(n, generator=g), torch.randn(n, OBS, generator=g),
-                 torch.zeros(n))
+    return {"obs": torch.randn(n, OBS, generator=g), "action": torch.rand(n, ACT, generator=g),
+            "reward": torch.randn(n, generator=g), "next_obs": torch.randn(n, OBS, generator=g),
+            "terminated": torch.zeros(n)}
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +45,7 @@ def test_checkpoint_full_buffer(benchmark, tmp_path, full_buffer, layout):
         full_buffer.add(_rows(EVERY, next(rounds)))
         rows = full_buffer.rows(full_buffer.oldest, full_buffer.added)
         save_tensors(tmp_path / "checkpoint.pt", {"agent": state_leaves(state),
-                                                  "buffer": rows._asdict()})
+                                                  "buffer": rows})
 
     benchmark.group = "checkpoint-1M-halfcheetah"
     benchmark.pedantic(incremental if layout == "incremental" else whole, rounds=5,

@@ -11,14 +11,16 @@ from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .stored_compile import compile_stored
 from .state import HParams, SACState, Static, check_state, init_state
 from .update_many import make_update_many, update_many
-from .update import METRIC_NAMES, Losses, make_update, soft_update, td_target, update
+from .update import (METRIC_NAMES, Losses, make_update, soft_update, td_target, update,
+                     update_with_aux)
 
 __all__ = [
     "keys", "presets", "act", "Batch", "check_batch", "compile_update", "compile_stored", "SACConfig", "actor_loss",
     "critic_loss", "temperature_loss", "apply_actor", "apply_critic", "apply_critics", "mlp",
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
-    "make_update_many", "update_many", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update", "train",
+    "make_update_many", "update_many", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update",
+    "update_with_aux", "train",
     "TrainConfig", "load", "Agent", "Report",
 ]
 

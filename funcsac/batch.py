@@ -8,16 +8,34 @@ import torch
 from .config import SACConfig
 
 
-class Batch(NamedTuple):
-    """Transitions: ``obs [B, obs_dim]``, ``action [B, act_dim]`` in [-1, 1], ``reward [B]``,
-    ``next_obs [B, obs_dim]``, ``terminated [B]`` (bool or float, 1 where the episode truly ended;
-    a time-limit truncation is not a termination)."""
-
+class _BatchFields(NamedTuple):
     obs: torch.Tensor
     action: torch.Tensor
     reward: torch.Tensor
     next_obs: torch.Tensor
     terminated: torch.Tensor
+    horizon: torch.Tensor
+    weight: torch.Tensor
+
+
+class Batch(_BatchFields):
+    """Transitions: ``obs [B, obs_dim]``, ``action [B, act_dim]`` in [-1, 1], ``reward [B]``,
+    ``next_obs [B, obs_dim]``, ``terminated [B]`` (bool or float, 1 where the episode truly ended;
+    a time-limit truncation is not a termination).
+
+    ``horizon [B]`` counts the environment steps from ``obs`` to ``next_obs`` (an n-step
+    transition's ``reward`` is ``sum_k gamma^k r_k`` over them and its target bootstraps with
+    ``gamma^horizon``); ``weight [B]`` weighs each row in the critic loss (prioritized replay's
+    importance weights). Both default to ones: one-step transitions, uniformly weighted.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, obs, action, reward, next_obs, terminated, horizon=None, weight=None):
+        if isinstance(reward, torch.Tensor):  # otherwise check_batch names the bad reward
+            horizon = torch.ones_like(reward) if horizon is None else horizon
+            weight = torch.ones_like(reward) if weight is None else weight
+        return super().__new__(cls, obs, action, reward, next_obs, terminated, horizon, weight)
 
 
 def _fail(field: str, expected: str, got: str) -> None:
@@ -39,7 +57,7 @@ def check_batch_structure(batch, config: SACConfig) -> None:
     obs = batch.obs
     b = obs.shape[0] if isinstance(obs, torch.Tensor) and obs.dim() else None
     trailing = {"obs": (config.obs_dim,), "action": (config.act_dim,), "reward": (),
-                "next_obs": (config.obs_dim,), "terminated": ()}
+                "next_obs": (config.obs_dim,), "terminated": (), "horizon": (), "weight": ()}
     device = torch.device(config.device)
     for field, dims in trailing.items():
         x = getattr(batch, field)
@@ -66,3 +84,7 @@ def check_batch(batch, config: SACConfig) -> None:
             _fail(field, "finite values", "NaN or inf")
     if bool((batch.action.abs() > 1.0).any()):
         _fail("action", "values in the policy's [-1, 1] space", "values outside it")
+    if bool((batch.horizon < 1).any()):
+        _fail("horizon", "step counts >= 1", "values below 1")
+    if bool((batch.weight < 0).any()):
+        _fail("weight", "weights >= 0", "negative values")

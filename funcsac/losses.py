@@ -15,11 +15,13 @@ from .state import Static
 
 
 def critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
-                target_q: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``0.5 * mean_B (Q_i - target)^2`` summed over the N critics (``key`` draws any dropout
-    masks); returns ``(loss, Q [N, B])``."""
+                target_q: torch.Tensor, key: torch.Tensor,
+                weight: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``0.5 * mean_B weight * (Q_i - target)^2`` summed over the N critics (``key`` draws any
+    dropout masks; ``weight [B]`` is ``Batch.weight``, ones unless replay is prioritized);
+    returns ``(loss, Q [N, B])``."""
     q = apply_critics(static.critic, critic, obs, action, key)
-    return 0.5 * (q - target_q).square().mean(-1).sum(0), q
+    return 0.5 * (weight * (q - target_q).square()).mean(-1).sum(0), q
 
 
 def actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,

@@ -9,7 +9,7 @@ parameters only (``Static.actor_trainable``, ``Static.critic_trainable``); buffe
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict
 
 import torch
 import torch.utils._pytree as pytree
@@ -33,7 +33,8 @@ def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
 
 
 def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
-    """``r + gamma * (1 - terminated) * (min_M Q_target(s', a') - alpha * log pi(a'|s'))`` [B].
+    """``r + gamma^horizon * (1 - terminated) * (min_M Q_target(s', a') - alpha * log pi(a'|s'))``
+    [B] (``horizon`` is 1 for one-step transitions).
 
     The min runs over a random subset of ``num_target_critics`` (REDQ's M) of the N target critics;
     only those M are evaluated.
@@ -50,7 +51,7 @@ def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     q = apply_critics(static.critic, target, batch.next_obs, next_action, k_dropout)
     soft_value = q.min(0).values - torch.exp(state.log_alpha) * next_log_prob
     not_done = 1.0 - batch.terminated.to(soft_value.dtype)
-    return batch.reward + state.hparams.gamma * not_done * soft_value
+    return batch.reward + state.hparams.gamma ** batch.horizon * not_done * soft_value
 
 
 def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, lr, cfg,
@@ -73,7 +74,7 @@ class Losses:
 
     ``target(state, batch, key) -> [B]`` computes the critics' regression target (default
     ``td_target``); the losses have the signatures of their defaults in ``funcsac.losses`` and
-    return ``(loss, aux)``.
+    return ``(loss, aux)``; the critic loss's aux is the critics' values ``Q [N, B]``.
     """
 
     critic: Callable = losses.critic_loss
@@ -82,11 +83,15 @@ class Losses:
     target: Callable = td_target
 
 
-def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tuple[SACState, Metrics]]:
-    """An ``update(state, batch)`` function built from the given losses."""
+def make_update(loss_fns: Losses = Losses(), with_aux: bool = False) -> Callable:
+    """An ``update(state, batch) -> (state, metrics)`` function built from the given losses; with
+    ``with_aux``, ``update(state, batch) -> (state, metrics, aux)`` where ``aux`` holds per-sample
+    outputs: ``td_error [B]``, the mean over the critics of ``|Q_i(s, a) - target|`` before the
+    step (prioritized replay's new priorities)."""
 
-    def update(state: SACState, batch: Batch) -> Tuple[SACState, Metrics]:
-        """One SAC step on ``batch``; returns the new state and a dict of 0-d tensor metrics."""
+    def update(state: SACState, batch: Batch):
+        """One SAC step on ``batch``; returns the new state, a dict of 0-d tensor metrics and,
+        with ``with_aux``, a dict of per-sample tensors."""
         cfg, static, hp = state.config, state.static, state.hparams
         check_state(state)
         check_batch_structure(batch, cfg)
@@ -96,7 +101,7 @@ def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tupl
         target_q = loss_fns.target(state, batch, k_target)
         critic, critic_opt, c_norm, (c_loss, q) = _train(
             loss_fns.critic, state.critic, static.critic_trainable, state.critic_opt,
-            hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic)
+            hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic, batch.weight)
         names = static.critic_trainable
         target_critic = {**state.target_critic,
                          **soft_update(trainable(state.target_critic, names), critic, hp.tau)}
@@ -129,9 +134,12 @@ def make_update(loss_fns: Losses = Losses()) -> Callable[[SACState, Batch], Tupl
                    "alpha": alpha, "entropy": -log_prob.mean(), "q_mean": q.mean(),
                    "target_q_mean": target_q.mean(), "critic_grad_norm": c_norm,
                    "actor_grad_norm": a_norm}
+        if with_aux:
+            return new_state, metrics, {"td_error": (q.detach() - target_q).abs().mean(0)}
         return new_state, metrics
 
     return update
 
 
 update = make_update()
+update_with_aux = make_update(with_aux=True)

@@ -75,11 +75,11 @@ class ReferenceSAC:
                 idx = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics).tolist()
             tq = torch.stack([self.targets[i](torch.cat([next_obs, next_a], -1)).squeeze(-1)
                               for i in idx]).min(0).values
-            target = reward + cfg.gamma * (1 - done) * (tq - alpha * next_logp)
+            target = reward + cfg.gamma ** batch.horizon * (1 - done) * (tq - alpha * next_logp)
         critic_loss = 0
         for c in self.critics:
             q = c(torch.cat([obs, action], -1)).squeeze(-1)
-            critic_loss = critic_loss + 0.5 * nn.functional.mse_loss(q, target)
+            critic_loss = critic_loss + 0.5 * (batch.weight * (q - target) ** 2).mean()
         self.critic_opt.zero_grad()
         critic_loss.backward()
         self._clip([p for c in self.critics for p in c.parameters()])

@@ -10,9 +10,10 @@ CFG = small_config(dtype=torch.float64)
 
 
 def huber_critic_loss(delta):
-    def loss(critic, static, obs, action, target_q, key):
+    def loss(critic, static, obs, action, target_q, key, weight):
         q = apply_critics(static.critic, critic, obs, action, key)
-        return F.huber_loss(q, target_q.expand_as(q), delta=delta, reduction="none").mean(-1).sum(0), q
+        huber = F.huber_loss(q, target_q.expand_as(q), delta=delta, reduction="none")
+        return (weight * huber).mean(-1).sum(0), q
     return loss
 
 

@@ -24,7 +24,7 @@ def _buffer_rows(run_dir):
     buffer = ReplayBuffer(manifest["capacity"], obs_dim=2, act_dim=1, device="cpu")
     load_buffer(run_dir, 0, buffer, manifest)
     rows = buffer.rows(buffer.oldest, buffer.added)
-    return rows.obs, rows.next_obs, rows.reward, rows.terminated
+    return rows["obs"], rows["next_obs"], rows["reward"], rows["terminated"]
 
 
 @pytest.mark.parametrize("mode", ["same-step", "next-step"])
@@ -45,18 +45,18 @@ def test_autoreset_transitions(tmp_path, mode):
 
 def test_buffer_ring_and_sampling(tmp_path):
     buf = ReplayBuffer(5, obs_dim=1, act_dim=1, device="cpu")
-    rows = lambda lo, hi: funcsac.Batch(*(torch.arange(lo, hi, dtype=torch.float32)[:, None]  # noqa: E731
-                                          if i in (0, 1, 3) else torch.arange(lo, hi, dtype=torch.float32)
-                                          for i in range(5)))
+    rows = lambda lo, hi: {k: torch.arange(lo, hi, dtype=torch.float32)[:, None]  # noqa: E731
+                           if k in ("obs", "action", "next_obs") else torch.arange(lo, hi, dtype=torch.float32)
+                           for k in ("obs", "action", "reward", "next_obs", "terminated")}
     buf.add(rows(0, 3))
     buf.add(rows(3, 7))
-    assert buf.size == 5 and sorted(buf.data.reward.tolist()) == [2, 3, 4, 5, 6]
+    assert buf.size == 5 and sorted(buf.data["reward"].tolist()) == [2, 3, 4, 5, 6]
     key = funcsac.keys.make_key(0)
-    a, b = buf.sample(key, 1000), buf.sample(key, 1000)
+    (a, _), (b, _) = buf.sample(key, 1000), buf.sample(key, 1000)
     assert torch.equal(a.obs, b.obs) and set(a.reward.tolist()) == {2, 3, 4, 5, 6}
     restored = ReplayBuffer(5, 1, 1, "cpu")
     load_buffer(tmp_path, 0, restored, save_buffer(tmp_path, 0, buf, {}))
-    assert torch.equal(restored.sample(key, 50).obs, buf.sample(key, 50).obs)
+    assert torch.equal(restored.sample(key, 50)[0].obs, buf.sample(key, 50)[0].obs)
 
 
 RESUME = funcsac.TrainConfig(total_steps=1200, learning_starts=300, eval_every=400,

@@ -15,6 +15,7 @@ CASES = {
     "fixed_alpha": dict(learn_alpha=False, init_alpha=0.3),
     "adamw_clip": dict(weight_decay=0.01, max_grad_norm=1.0),
     "adamw_all": dict(weight_decay=0.01, weight_decay_on="all"),
+    "horizon_weight": dict(),  # n-step horizons and importance weights in the batch
 }
 
 
@@ -25,6 +26,10 @@ def test_update_matches_reference(case):
     ref = ReferenceSAC(state)
     for step in range(7):
         batch = make_batch(cfg, seed=step)
+        if case == "horizon_weight":
+            g = torch.Generator().manual_seed(100 + step)
+            batch = batch._replace(horizon=torch.randint(1, 4, (32,), generator=g).double(),
+                                   weight=torch.rand(32, generator=g, dtype=torch.float64))
         state, metrics = funcsac.update(state, batch)
         ref_metrics = ref.update(batch)
         for name, value in ref_metrics.items():
@@ -38,15 +43,18 @@ def test_update_matches_reference(case):
     assert state.step.item() == 7
 
 
-def test_critic_gradients_match_autograd():
+@pytest.mark.parametrize("weighted", [False, True])
+def test_critic_gradients_match_autograd(weighted):
     cfg = small_config(dtype=torch.float64, num_critics=3)
     state = funcsac.init_state(cfg, seed=0)
     batch = make_batch(cfg)
     target = torch.randn(32, dtype=torch.float64)
+    # importance weights (prioritized replay) scale each row's squared error
+    weight = torch.rand(32, dtype=torch.float64) * 2 if weighted else torch.ones(32, dtype=torch.float64)
     grads = torch.func.grad(lambda p: funcsac.critic_loss(p, state.static, batch.obs, batch.action,
-                                                          target, None)[0])(state.critic)
+                                                          target, None, weight)[0])(state.critic)
     ref = ReferenceSAC(state)
-    loss = sum(0.5 * ((c(torch.cat([batch.obs, batch.action], -1)).squeeze(-1) - target) ** 2).mean()
+    loss = sum(0.5 * (weight * (c(torch.cat([batch.obs, batch.action], -1)).squeeze(-1) - target) ** 2).mean()
                for c in ref.critics)
     loss.backward()
     for i, c in enumerate(ref.critics):

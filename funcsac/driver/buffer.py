@@ -1,24 +1,45 @@
-"""A uniform replay buffer of preallocated tensors on the training device."""
+"""A replay buffer of preallocated tensors on the training device: uniform or prioritized
+sampling, one-step or n-step transitions."""
 from __future__ import annotations
+
+from typing import Dict, Optional
 
 import torch
 
 from .. import keys
 from ..batch import Batch
+from .priority import PriorityTree, importance_weights
+
+Rows = Dict[str, torch.Tensor]
+
+
+def row_shapes(obs_dim: int, act_dim: int, n_step: int = 1) -> Dict[str, tuple]:
+    """Each stored field's shape per row. An n-step row keeps its ``n_step`` rewards (zero after
+    its ``horizon``, the steps it spans), so the discounted sum is taken at sampling time with
+    the agent's current gamma."""
+    shapes = {"obs": (obs_dim,), "action": (act_dim,), "reward": (), "next_obs": (obs_dim,),
+              "terminated": ()}
+    if n_step > 1:
+        shapes.update(reward=(n_step,), horizon=())
+    return shapes
 
 
 class ReplayBuffer:
     """Ring buffer of ``capacity`` transitions; the oldest rows are overwritten first.
 
     Rows are numbered by insertion: ``added`` rows have been written in all, and row ``t`` (for
-    ``added - size <= t < added``) lives at position ``t % capacity``.
+    ``added - size <= t < added``) lives at position ``t % capacity``. With ``priority``
+    (prioritized replay's ``(alpha, epsilon)``), rows are drawn in proportion to their priority
+    ``(|td_error| + epsilon) ** alpha``; a new row gets the largest priority given so far.
     """
 
-    def __init__(self, capacity: int, obs_dim: int, act_dim: int, device, dtype=torch.float32):
-        self.capacity = capacity
-        make = lambda *shape: torch.zeros(capacity, *shape, device=device, dtype=dtype)  # noqa: E731
-        self.data = Batch(obs=make(obs_dim), action=make(act_dim), reward=make(),
-                          next_obs=make(obs_dim), terminated=make())
+    def __init__(self, capacity: int, obs_dim: int, act_dim: int, device, dtype=torch.float32,
+                 n_step: int = 1, priority: Optional[tuple] = None):
+        self.capacity, self.n_step, self.priority = capacity, n_step, priority
+        self.data = {k: torch.zeros(capacity, *shape, device=device, dtype=dtype)
+                     for k, shape in row_shapes(obs_dim, act_dim, n_step).items()}
+        self.tree = PriorityTree(capacity, device) if priority else None
+        self.max_priority = torch.ones((), dtype=torch.float64, device=device)
         self.added = 0
 
     @property
@@ -31,34 +52,73 @@ class ReplayBuffer:
         return self.added - self.size
 
     def _positions(self, start: int, stop: int) -> torch.Tensor:
-        return (torch.arange(start, stop) % self.capacity).to(self.data.obs.device)
+        return (torch.arange(start, stop) % self.capacity).to(self.data["obs"].device)
 
-    def add(self, rows: Batch) -> None:
-        """Append rows (leading axis n); tensors are copied to the buffer's device and dtype."""
-        n = rows.obs.shape[0]
-        self.write(self.added + n - min(n, self.capacity),
-                   Batch(*(x[n - min(n, self.capacity):] for x in rows)))
+    def add(self, rows: Rows) -> None:
+        """Append rows (a dict of the stored fields, leading axis n); tensors are copied to the
+        buffer's device and dtype."""
+        n = len(rows["obs"])
+        keep = min(n, self.capacity)
+        self.write(self.added + n - keep, {k: v[n - keep:] for k, v in rows.items()})
+        if self.tree is not None:
+            self.tree.set(self._positions(self.added + n - keep, self.added + n),
+                          self.max_priority.expand(keep))
         self.added += n
 
-    def write(self, start: int, rows: Batch) -> None:
+    def write(self, start: int, rows: Rows) -> None:
         """Store ``rows`` as rows ``start, start + 1, ...`` (at most ``capacity`` of them)."""
-        n, first = rows.obs.shape[0], start % self.capacity
+        n, first = len(rows["obs"]), start % self.capacity
         where = (slice(first, first + n) if first + n <= self.capacity
                  else self._positions(start, start + n))
-        for store, x in zip(self.data, rows):
-            store[where] = torch.as_tensor(x).to(device=store.device, dtype=store.dtype)
+        for k, store in self.data.items():
+            store[where] = torch.as_tensor(rows[k]).to(device=store.device, dtype=store.dtype)
 
-    def rows(self, start: int, stop: int) -> Batch:
+    def rows(self, start: int, stop: int) -> Rows:
         """Rows ``start .. stop - 1`` (all still held) in insertion order, on the CPU."""
         if not self.oldest <= start <= stop <= self.added:
             raise ValueError(f"rows {start}..{stop} are not held (held: {self.oldest}.."
                              f"{self.added})")
         idx = self._positions(start, stop)
-        return Batch(*(x[idx].cpu() for x in self.data))
+        return {k: x[idx].cpu() for k, x in self.data.items()}
 
-    def sample(self, key: torch.Tensor, batch_size: int) -> Batch:
-        """``batch_size`` rows drawn uniformly with replacement, indices from ``key``."""
+    def sample(self, key: torch.Tensor, batch_size: int, gamma: Optional[torch.Tensor] = None,
+               beta=1.0):
+        """``batch_size`` rows drawn with replacement with ``key``: uniformly, or by priority
+        with importance weights ``(size * P) ** -beta`` (normalised by their max) in
+        ``Batch.weight``. An n-step row's reward is ``sum_k gamma^k r_k`` (``gamma`` a 0-d
+        tensor). Returns ``(batch, positions [batch_size])``."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        idx = keys.randint(key, (batch_size,), self.size)
-        return Batch(*(x[idx] for x in self.data))
+        weight = None
+        if self.tree is None:
+            idx = keys.randint(key, (batch_size,), self.size)
+        else:
+            idx, prob = self.tree.sample(key, batch_size)
+            weight = importance_weights(prob, self.size, beta).to(self.data["reward"].dtype)
+        rows = {k: x[idx] for k, x in self.data.items()}
+        reward, horizon = rows["reward"], rows.get("horizon")
+        if self.n_step > 1:
+            powers = torch.arange(self.n_step, device=reward.device, dtype=reward.dtype)
+            reward = (reward * gamma ** powers).sum(-1)
+        return Batch(rows["obs"], rows["action"], reward, rows["next_obs"], rows["terminated"],
+                     horizon, weight), idx
+
+    def set_priorities(self, positions: torch.Tensor, td_error: torch.Tensor) -> None:
+        """New priorities ``(|td_error| + epsilon) ** alpha`` of the rows at ``positions``."""
+        alpha, epsilon = self.priority
+        p = (td_error.detach().abs().to(torch.float64) + epsilon) ** alpha
+        self.tree.set(positions, p)
+        self.max_priority = torch.maximum(self.max_priority, p.max())
+
+    def priority_state(self) -> dict:
+        """What a checkpoint keeps of the priorities (empty without prioritized replay)."""
+        if self.tree is None:
+            return {}
+        return {"priorities": self.tree.leaves.cpu().clone(),
+                "max_priority": self.max_priority.cpu()}
+
+    def load_priority_state(self, saved: dict) -> None:
+        """Restore ``priority_state()`` exactly (the tree is rebuilt from its leaves)."""
+        if self.tree is not None:
+            self.tree.load(saved["priorities"].to(self.max_priority.device))
+            self.max_priority = saved["max_priority"].to(self.max_priority.device)

@@ -39,6 +39,11 @@ class RunSettings:
     batch_size: int = 256
     learning_starts: int = 5_000
     utd: int = 1
+    n_step: int = 1
+    prioritized: bool = False
+    priority_alpha: float = 0.6
+    priority_beta: float = 0.4
+    priority_epsilon: float = 1e-6
     eval_every: int = 5_000
     eval_episodes: int = 10
     checkpoint_every: int = 5_000
@@ -66,6 +71,14 @@ _HELP = {
     "batch_size": "transitions per gradient step",
     "learning_starts": "environment steps of uniform random actions before training",
     "utd": "gradient steps per environment step (update-to-data ratio)",
+    "n_step": "environment steps per transition: n-step returns sum_k gamma^k r_k, bootstrapped "
+              "with gamma^n, cut at episode ends",
+    "prioritized": "prioritized experience replay: rows drawn in proportion to "
+                   "(|TD error| + epsilon)^alpha, importance-weighted in the critic loss",
+    "priority_alpha": "prioritized replay: exponent of the priorities (0: uniform)",
+    "priority_beta": "prioritized replay: importance-weight exponent at the start, annealed "
+                     "linearly to 1 at total_steps",
+    "priority_epsilon": "prioritized replay: added to |TD error| so no row has priority 0",
     "eval_every": "environment steps between evaluations (0: only at the end)",
     "eval_episodes": "deterministic-policy episodes per evaluation",
     "checkpoint_every": "environment steps between checkpoints (0: only at the end)",
@@ -122,7 +135,7 @@ class _TrainConfigMethods:
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TrainConfig.{name} must be a string, got "
                                  f"{getattr(self, name)!r}")
-        for name in ("async_envs", "compile", "progress"):
+        for name in ("async_envs", "compile", "progress", "prioritized"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TrainConfig.{name} must be true or false, got "
                                  f"{getattr(self, name)!r}")
@@ -130,7 +143,7 @@ class _TrainConfigMethods:
             raise ValueError("TrainConfig.env_id must name a gymnasium environment, got ''")
         parse_sweep(self.sweep)
         for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
-                     "eval_episodes", "log_every"):
+                     "eval_episodes", "log_every", "n_step"):
             _positive_int(name, getattr(self, name))
         for name in ("learning_starts", "eval_every", "checkpoint_every", "seed"):
             _positive_int(name, getattr(self, name), minimum=0)
@@ -144,6 +157,13 @@ class _TrainConfigMethods:
         if self.wandb_mode not in ("online", "offline"):
             raise ValueError("TrainConfig.wandb_mode must be 'online' or 'offline', got "
                              f"{self.wandb_mode!r}")
+        for name, low, high in (("priority_alpha", 0.0, 10.0), ("priority_beta", 0.0, 1.0),
+                                ("priority_epsilon", 1e-12, 1.0)):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
+                    low <= value <= high):
+                raise ValueError(f"TrainConfig.{name} must be a number in [{low}, {high}], got "
+                                 f"{value!r}")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"TrainConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}")
         self.sac_config(1, 1)  # validates the agent's fields

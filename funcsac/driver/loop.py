@@ -25,8 +25,8 @@ from ..act import act
 from ..batch import Batch
 from ..state import HParams, SACState, init_state
 from ..stored_compile import compile_stored
-from ..update import METRIC_NAMES, update
-from ..update_many import update_many
+from ..update import METRIC_NAMES, update, update_with_aux
+from ..update_many import make_update_many
 from .agents import agent_specs, parse_sweep, select, stack, vmap_agents, with_overrides
 from .buffer import ReplayBuffer
 from .callbacks import Callback, Report, call_all
@@ -37,6 +37,7 @@ from .envs import (autoreset_mode, check_finite, env_spec, make_eval_env, make_v
                    scale_action, transitions)
 from .envstate import EnvStateError, restore_envs, save_envs, unsaveable_envs
 from .evaluate import EvalResult, evaluate
+from .nstep import NStepQueue
 from .logs import EVAL_COLUMNS, PHASES, Boards, CsvLog, TensorBoard, Timings, WandbLog
 from .replay_files import delete_unlisted_chunks, load_buffer, save_buffer
 from .plot import plot_runs
@@ -78,10 +79,13 @@ class Progress:
     timings: dict
     elapsed: float
     noise_key: Optional[torch.Tensor] = None  # [agents, 2]: the current noise block's key
+    nstep: Optional[dict] = None  # the n-step queue's waiting transitions (NStepQueue.state_dict)
 
     def to_checkpoint(self) -> dict:
         fields = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
                   for k, v in dataclasses.asdict(self).items()}
+        if self.nstep is not None:
+            fields["nstep"] = {k: torch.from_numpy(v) for k, v in self.nstep.items()}
         fields["key"] = self.key.cpu()
         fields["noise_key"] = None if self.noise_key is None else self.noise_key.cpu()
         fields["evals"] = [dataclasses.asdict(e) for e in self.evals]
@@ -96,6 +100,8 @@ class Progress:
             if fields.get("noise_key") is not None:
                 values["noise_key"] = fields["noise_key"].to(device)
             values["evals"] = [EvalResult(**e) for e in values["evals"]]
+            if fields.get("nstep") is not None:
+                values["nstep"] = {k: v.numpy() for k, v in fields["nstep"].items()}
             return cls(**values)
         except (KeyError, TypeError, AttributeError) as e:
             raise CheckpointError(f"checkpoint's loop progress is malformed ({e!r})") from e
@@ -183,17 +189,24 @@ class Run:
         self.device = torch.device(self.sac_config.device)
         self.state = stack([with_overrides(init_state(self.sac_config, seed=s.agent), a)
                             for a, s in zip(self.agents, self.seeds)])
+        priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
+                    else None)
         self.buffers = [ReplayBuffer(config.buffer_size, self.spec.obs_dim, self.spec.act_dim,
-                                     self.device, self.sac_config.dtype) for _ in self.agents]
+                                     self.device, self.sac_config.dtype, config.n_step, priority)
+                        for _ in self.agents]
         self.buffer_manifests = [{} for _ in self.agents]
+        self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.act_dim)
+                      if config.n_step > 1 else None)
         if payload is None:
             self.progress = self._start()
         else:
             self._restore(payload)
         self.timings = Timings(self.progress.timings)
         k = config.utd * n  # gradient steps per vector step
-        self.step_name = f"{'update' if k == 1 else 'update_many'}-agents{A}"
-        self.step_fn = vmap_agents(update if k == 1 else update_many, A)
+        per = "-aux" if config.prioritized else ""
+        self.step_name = f"{'update' if k == 1 else 'update_many'}{per}-agents{A}"
+        one = update_with_aux if config.prioritized else update
+        self.step_fn = vmap_agents(one if k == 1 else make_update_many(one), A)
         self.to_compile = config.compile  # at the first update, or loaded from the store
         self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z), A)
         self.noise = None  # [agents, NOISE_BLOCK, num_envs, act_dim] standard normals, float64
@@ -219,8 +232,12 @@ class Run:
                                   f"agents, this run has {len(self.agents)}")
         for i, (buffer, manifest) in enumerate(zip(self.buffers, payload["buffers"])):
             load_buffer(self.run_dir, i, buffer, manifest)
-        self.buffer_manifests = list(payload["buffers"])
+            buffer.load_priority_state(manifest)
+        self.buffer_manifests = [{k: m[k] for k in ("capacity", "added", "chunks")}
+                                 for m in payload["buffers"]]
         self.progress = Progress.from_checkpoint(payload["progress"], self.device)
+        if self.nstep is not None:
+            self.nstep.load_state_dict(self.progress.nstep)
         try:
             fresh = restore_envs(self.envs, payload["envs"], self.progress.prev_done)
         except EnvStateError as e:
@@ -303,10 +320,7 @@ class Run:
             valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,
                                            p.prev_done)
             check_finite(cfg.env_id, p.env_step + n, observation=true_next, reward=reward)
-            for i, buffer in enumerate(self.buffers):
-                rows = slice(i * n, (i + 1) * n)
-                buffer.add(Batch(*(torch.as_tensor(np.asarray(x)[rows][valid[rows]]) for x in (
-                    p.obs, action, reward, true_next, terminated))))
+            self._store(valid, p.obs, action, reward, true_next, terminated, truncated)
             p.episode_return += np.where(valid, reward, 0.0)
             p.episode_length += valid
             done = (terminated | truncated) & valid
@@ -318,6 +332,22 @@ class Run:
             p.obs = next_obs
             p.env_step += n
             self.bar.update(n)
+
+    def _store(self, valid, obs, action, reward, next_obs, terminated, truncated) -> None:
+        """Add one vector step's valid transitions to their agents' buffers: as they are, or
+        through the n-step queue (which emits the n-step transitions that are complete)."""
+        n = self.config.num_envs
+        if self.nstep is None:
+            rows, env = dict(obs=obs, action=action, reward=reward, next_obs=next_obs,
+                             terminated=terminated), np.arange(len(valid))
+            rows = {k: np.asarray(v)[valid] for k, v in rows.items()}
+            env = env[valid]
+        else:
+            rows = self.nstep.push(valid, obs, action, reward, next_obs, terminated, truncated)
+            env = rows.pop("env")
+        for i, buffer in enumerate(self.buffers):
+            mine = env // n == i
+            buffer.add({k: torch.as_tensor(v[mine]) for k, v in rows.items()})
 
     def _exploration_noise(self) -> torch.Tensor:
         """This vector step's standard normal noise ``[A, num_envs, act_dim]`` (float64), from
@@ -342,16 +372,30 @@ class Run:
         # the first call of the process compiles (or, eagerly, warms up)
         with self.timings.phase("compile" if self.metrics is None else "update"):
             p.key, k_sample = _split_keys(p.key)
-            rows = [b.sample(key, cfg.batch_size * k) for b, key in zip(self.buffers, k_sample)]
-            if k > 1:
-                rows = [Batch(*(x.reshape(k, cfg.batch_size, *x.shape[1:]) for x in r))
-                        for r in rows]
-            rows = stack(rows)
+            rows, positions = self._sample(k_sample, k)
             if self.to_compile:
                 self.step_fn = compile_stored(self.step_fn, (self.state, rows), self.step_name)
                 self.to_compile = False
-            self.state, self.metrics = self.step_fn(self.state, rows)
+            self.state, self.metrics, *aux = self.step_fn(self.state, rows)
+            if aux:  # prioritized replay: the rows' new priorities from their TD errors
+                td_error = aux[0]["td_error"].reshape(len(self.buffers), -1)
+                for buffer, where, td in zip(self.buffers, positions, td_error):
+                    buffer.set_priorities(where, td)
             p.updates += k
+
+    def _sample(self, key: torch.Tensor, k: int):
+        """Each agent's ``k`` batches (``[k, B, ...]`` when ``k > 1``), stacked over agents, and
+        the buffer positions of their rows; n-step rewards are discounted with each agent's
+        gamma."""
+        cfg, A = self.config, len(self.agents)
+        gamma = self.state.hparams.gamma.reshape(A)
+        beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(
+            1.0, self.progress.env_step / cfg.total_steps)
+        drawn = [b.sample(key[i], cfg.batch_size * k, gamma[i], beta)
+                 for i, b in enumerate(self.buffers)]
+        rows = [batch if k == 1 else Batch(*(x.reshape(k, cfg.batch_size, *x.shape[1:])
+                                             for x in batch)) for batch, _ in drawn]
+        return stack(rows), [where for _, where in drawn]
 
     def evaluate(self) -> List[EvalResult]:
         """Deterministic-policy episodes for every agent; one row each in eval.csv. Returns the
@@ -401,10 +445,12 @@ class Run:
             manifests = [save_buffer(self.run_dir, i, b, m) for i, (b, m)
                          in enumerate(zip(self.buffers, self.buffer_manifests))]
             self.progress.timings = dict(self.timings.totals)
+            if self.nstep is not None:
+                self.progress.nstep = self.nstep.state_dict()
             self.progress.elapsed = time.perf_counter() - self.start
             save_checkpoint(self.run_dir / CHECKPOINT, {
                 "config": self.config.to_dict(), "agent": state_leaves(self.state),
-                "buffers": manifests, "progress": self.progress.to_checkpoint(),
+                "buffers": [{**m, **b.priority_state()} for m, b in zip(manifests, self.buffers)], "progress": self.progress.to_checkpoint(),
                 "envs": save_envs(self.envs), "env_spec": self.spec.to_dict()})
             self.buffer_manifests = manifests
             delete_unlisted_chunks(self.run_dir, manifests)

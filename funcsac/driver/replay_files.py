@@ -9,7 +9,6 @@ from typing import List
 
 import torch
 
-from ..batch import Batch
 from .checkpoint import CheckpointError, save_tensors
 from .buffer import ReplayBuffer
 
@@ -29,8 +28,7 @@ def save_buffer(run_dir: Path, agent: int, buffer: ReplayBuffer, manifest: dict)
     if start < buffer.added:
         path = _chunk_path(run_dir, agent, start, buffer.added)
         path.parent.mkdir(parents=True, exist_ok=True)
-        rows = buffer.rows(start, buffer.added)
-        save_tensors(path, rows._asdict())
+        save_tensors(path, buffer.rows(start, buffer.added))
         chunks.append([start, buffer.added])
     return {"capacity": buffer.capacity, "added": buffer.added, "chunks": chunks}
 
@@ -45,21 +43,24 @@ def delete_unlisted_chunks(run_dir: Path, manifests: List[dict]) -> None:
                 path.unlink()
 
 
-def _load_chunk(path: Path, rows: int, buffer: ReplayBuffer) -> Batch:
+def _load_chunk(path: Path, rows: int, buffer: ReplayBuffer) -> dict:
     if not path.is_file():
         raise CheckpointError(f"replay chunk {path} is missing; the checkpoint needs it")
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
-        batch = Batch(**data)
     except Exception as e:  # torch raises many types for damaged files
         raise CheckpointError(f"replay chunk {path} is corrupt or unreadable "
                               f"({type(e).__name__}: {e})") from e
-    for field, x, store in zip(Batch._fields, batch, buffer.data):
+    if not isinstance(data, dict) or set(data) != set(buffer.data):
+        raise CheckpointError(f"replay chunk {path} should hold the fields {sorted(buffer.data)}, "
+                              f"got {sorted(data) if isinstance(data, dict) else type(data)}")
+    for field, store in buffer.data.items():
+        x = data[field]
         if not isinstance(x, torch.Tensor) or tuple(x.shape) != (rows, *store.shape[1:]):
             raise CheckpointError(f"replay chunk {path}: field {field} should have shape "
                                   f"{[rows, *store.shape[1:]]}, got "
                                   f"{list(x.shape) if isinstance(x, torch.Tensor) else x!r}")
-    return batch
+    return data
 
 
 def load_buffer(run_dir: Path, agent: int, buffer: ReplayBuffer, manifest: dict) -> None:
@@ -73,7 +74,7 @@ def load_buffer(run_dir: Path, agent: int, buffer: ReplayBuffer, manifest: dict)
     for start, stop in chunks:
         batch = _load_chunk(_chunk_path(run_dir, agent, start, stop), stop - start, buffer)
         first = max(start, added - capacity)
-        buffer.write(first, Batch(*(x[first - start:] for x in batch)))
+        buffer.write(first, {k: x[first - start:] for k, x in batch.items()})
     buffer.added = added
     covered = sum(min(b, added) - max(a, added - capacity) for a, b in chunks)
     if covered != buffer.size:
