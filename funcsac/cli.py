@@ -1,4 +1,4 @@
-"""Command line: ``funcsac train``, ``tune``, ``evaluate``, ``export``, ``plot`` (see
+"""Command line: ``funcsac train``, ``tune``, ``evaluate``, ``export``, ``collect``, ``plot`` (see
 ``funcsac COMMAND --help``)."""
 from __future__ import annotations
 
@@ -101,6 +101,21 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, help="path of the file to write")
     export.add_argument("--agent", type=int, default=None, metavar="I",
                         help="which agent of a run of several to export")
+    collect = sub.add_parser("collect", help="roll out a trained run's policy and save the "
+                             "transitions as an offline dataset (.npz)")
+    collect.add_argument("run_dir")
+    collect.add_argument("--steps", type=int, required=True, help="environment steps to record")
+    collect.add_argument("--out", required=True, help="path of the .npz file to write")
+    collect.add_argument("--noise", type=float, default=0.0, metavar="STD",
+                         help="std of Gaussian noise added to the policy's actions in [-1, 1] "
+                              "(default: 0)")
+    collect.add_argument("--seed", type=int, default=0,
+                         help="episode i starts from seed + i; the policy's and the noise's "
+                              "draws come from it too (default: 0)")
+    collect.add_argument("--agent", type=int, default=0, metavar="I",
+                         help="which agent of a run of several to roll out (default: 0)")
+    collect.add_argument("--deterministic", action="store_true",
+                         help="act with the policy's mean action instead of sampling")
     plot = sub.add_parser("plot", help="plot eval return against steps for one or more runs")
     plot.add_argument("run_dirs", nargs="+")
     plot.add_argument("--out", help="PNG path (default: curve.png in the first run directory)")
@@ -181,6 +196,12 @@ def _export(args) -> None:
           f"[B, {agent.spec.act_dim}])")
 
 
+def _collect(args) -> None:
+    from .driver.collect import collect
+    collect(args.run_dir, args.steps, args.out, args.noise, args.seed, args.agent,
+            args.deterministic)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from .driver import plot_runs, train
@@ -194,6 +215,8 @@ def main(argv=None) -> int:
             _evaluate(args)
         elif args.command == "export":
             _export(args)
+        elif args.command == "collect":
+            _collect(args)
         else:
             train(_train_config(args), args.run_dir, resume=args.resume, overwrite=args.overwrite)
     except ValueError as e:
