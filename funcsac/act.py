@@ -6,13 +6,15 @@ from typing import Optional
 import torch
 
 from .networks import apply_actor
+from .normalize import normalize_obs
 from .policy import gaussian_pre_tanh
 from .state import SACState
 
 
 def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
         key: Optional[torch.Tensor] = None, noise: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Actions in [-1, 1] for ``obs [B, obs_dim]`` (or ``[obs_dim]``): ``tanh(mean)`` when
+    """Actions in [-1, 1] for ``obs [B, obs_dim]`` (or ``[obs_dim]``, normalised by the state's
+    statistics when it keeps them): ``tanh(mean)`` when
     ``deterministic``, else a sample ``tanh(mean + std * noise)``, its standard normal ``noise``
     given (shaped ``[B, act_dim]`` like the actions) or drawn with ``key``."""
     cfg = state.config
@@ -37,6 +39,7 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     single = obs.dim() == 1
     obs = obs.unsqueeze(0) if single else obs
     noise = noise.unsqueeze(0) if single and noise is not None else noise
+    obs = normalize_obs(state.norm, obs)
     mean, log_std = apply_actor(state.static.actor, state.actor, obs, cfg.log_std_min,
                                 cfg.log_std_max)
     action = torch.tanh(mean if deterministic else gaussian_pre_tanh(mean, log_std, key, noise))

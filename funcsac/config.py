@@ -28,6 +28,11 @@ class SACConfig:
     ``critic_dropout`` and ``critic_layer_norm``); a custom critic may use
     ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
 
+    ``normalize_obs`` and ``scale_rewards`` keep running statistics in ``SACState.norm``
+    (``funcsac.normalize``): ``act`` and ``update`` see ``(obs - mean) / std`` (clipped to 10) and
+    rewards divided by the std of the discounted return; whoever collects the data updates them
+    with ``funcsac.normalize.observe``.
+
     Weight decay applies to the parameters ``weight_decay_on`` names: ``"weights"``, those of >= 2
     dimensions (not biases nor normalisation scales), or ``"all"`` trainable parameters. Module
     buffers (a BatchNorm's running statistics) and parameters with ``requires_grad=False`` travel
@@ -58,6 +63,8 @@ class SACConfig:
     actor_q_reduction: str = "min"  # "min" or "mean" over the critics in the actor loss
     critic_dropout: float = 0.0  # dropout rate in the default critic (DroQ: 0.01)
     critic_layer_norm: bool = False  # LayerNorm in the default critic (DroQ)
+    normalize_obs: bool = False  # observations normalised by running statistics in the state
+    scale_rewards: bool = False  # rewards divided by the running std of the discounted return
     actor_factory: Optional[ModuleFactory] = None
     critic_factory: Optional[ModuleFactory] = None
     device: str = "cpu"
@@ -127,8 +134,8 @@ def validate_config(cfg: SACConfig) -> None:
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
     _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",
              "must be in [0, 1)", cfg.critic_dropout)
-    _require(isinstance(cfg.critic_layer_norm, bool), "critic_layer_norm", "must be a bool",
-             cfg.critic_layer_norm)
+    for name in ("critic_layer_norm", "normalize_obs", "scale_rewards"):
+        _require(isinstance(getattr(cfg, name), bool), name, "must be a bool", getattr(cfg, name))
     for name in ("actor_factory", "critic_factory"):
         v = getattr(cfg, name)
         _require(v is None or callable(v), name, "must be None or a callable", v)

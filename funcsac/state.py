@@ -16,6 +16,7 @@ from . import keys
 from .config import SACConfig
 from .networks import (Params, cast_params, decay_mask, default_actor, default_critic,
                        module_params, stack_params)
+from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
 
 
@@ -58,7 +59,9 @@ class SACState:
     """Everything that changes while training; ``static`` is pytree metadata, not a leaf.
 
     Shapes: ``critic`` and ``target_critic`` leaves have a leading ``[num_critics]`` axis;
-    ``log_alpha`` and ``step`` (int64) are 0-d; ``key`` is ``[2]`` int64.
+    ``log_alpha`` and ``step`` (int64) are 0-d; ``key`` is ``[2]`` int64. ``norm`` holds the
+    running statistics of observations (``"obs"``) and discounted returns (``"return"``) when the
+    config normalises them, and is empty otherwise.
     """
 
     actor: Params
@@ -71,6 +74,7 @@ class SACState:
     key: torch.Tensor
     step: torch.Tensor
     hparams: HParams
+    norm: Dict[str, RunningStats]
     static: Static
 
     @property
@@ -156,6 +160,8 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         key=keys.make_key(seed, dev),
         step=torch.zeros((), dtype=torch.int64, device=dev),
         hparams=HParams(*(scalar(getattr(config, f)) for f in HParams._fields)),
+        norm={**({"obs": init_stats((config.obs_dim,), dev)} if config.normalize_obs else {}),
+              **({"return": init_stats((), dev)} if config.scale_rewards else {})},
         static=static,
     )
 

@@ -17,6 +17,7 @@ import torch.utils._pytree as pytree
 from . import keys, losses
 from .batch import Batch, check_batch_structure
 from .networks import Params, apply_actor, apply_critics
+from .normalize import normalize_obs, scale_reward
 from .optim import adam_update
 from .policy import tanh_gaussian_sample
 from .state import SACState, check_state, trainable
@@ -95,6 +96,10 @@ def make_update(loss_fns: Losses = Losses(), with_aux: bool = False) -> Callable
         cfg, static, hp = state.config, state.static, state.hparams
         check_state(state)
         check_batch_structure(batch, cfg)
+        if state.norm:
+            batch = batch._replace(obs=normalize_obs(state.norm, batch.obs),
+                                   next_obs=normalize_obs(state.norm, batch.next_obs),
+                                   reward=scale_reward(state.norm, batch.reward))
         key, k_target, k_critic, k_actor = keys.split(state.key, 4)
         alpha = torch.exp(state.log_alpha)
 

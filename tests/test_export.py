@@ -45,7 +45,9 @@ for b in (1, 7):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("run")
-    funcsac.train(funcsac.TrainConfig(total_steps=300, learning_starts=100, eval_every=0, **TINY),
+    # observation normalisation on: the exported policy must apply the running statistics
+    funcsac.train(funcsac.TrainConfig(total_steps=300, learning_starts=100, eval_every=0,
+                                      normalize_obs=True, **TINY),
                   path)
     return path
 

@@ -10,6 +10,7 @@ from funcsac.driver.buffer import ReplayBuffer
 from funcsac.driver.checkpoint import load_checkpoint
 from funcsac.driver.nstep import NStepQueue
 from funcsac.driver.replay_files import load_buffer
+from funcsac.normalize import observe
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
 from helpers import TINY, crash_at_eval, eval_rows, make_batch, small_config
 
@@ -111,10 +112,14 @@ def test_update_with_aux_returns_td_errors_vmapped_like_a_loop():
 
 
 def test_compiled_update_with_aux_equals_eager():
+    # with n-step horizons, importance weights and normalisation statistics in the state
     torch._dynamo.reset()
     compiled = torch.compile(funcsac.update_with_aux, fullgraph=True)
-    cfg = small_config()
-    eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
+    cfg = small_config(normalize_obs=True, scale_rewards=True)
+    state = funcsac.init_state(cfg, seed=0)
+    state = observe(state, torch.randn(40, cfg.obs_dim) * 2, torch.randn(40, dtype=torch.float64),
+                    torch.ones(40, dtype=torch.bool))
+    eager_state = compiled_state = state
     with torch._dynamo.config.patch(error_on_recompile=True):
         for step in range(3):
             g = torch.Generator().manual_seed(step)

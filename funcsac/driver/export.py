@@ -12,6 +12,7 @@ from torch import nn
 
 from ..config import SACConfig
 from ..networks import apply_actor
+from ..normalize import RunningStats, normalize_obs
 from .atomic import write_atomically
 from .envs import EnvSpec, scale_action
 
@@ -23,13 +24,18 @@ class Policy(nn.Module):
     in the environment's bounds and the action space's dtype. The actor's tensors are buffers in
     the agent's dtype, which the computation uses."""
 
-    def __init__(self, template: nn.Module, params: dict, config: SACConfig, spec: EnvSpec):
+    def __init__(self, template: nn.Module, params: dict, config: SACConfig, spec: EnvSpec,
+                 obs_stats: Optional[RunningStats] = None):
         super().__init__()
         # not a submodule: the weightless template (on the meta device) is no part of the state
         object.__setattr__(self, "template", template)
         self.names = tuple(params)
         for i, tensor in enumerate(params.values()):
             self.register_buffer(f"param_{i}", tensor)
+        self.normalize = obs_stats is not None
+        if self.normalize:  # the running statistics, as the agent's act applies them
+            self.register_buffer("obs_mean", obs_stats.mean)
+            self.register_buffer("obs_var", obs_stats.var)
         self.spec, self.dtype = spec, config.dtype
         self.log_std_min, self.log_std_max = config.log_std_min, config.log_std_max
         self.action_dtype = torch.from_numpy(np.empty(0, spec.action_dtype)).dtype
@@ -37,7 +43,8 @@ class Policy(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         params = {name: getattr(self, f"param_{i}") for i, name in enumerate(self.names)}
         obs = _as_dtype(obs, self.dtype)
-        # observation normalisation, once runs have it, applies here: obs -> (obs - mean) / std
+        if self.normalize:
+            obs = normalize_obs({"obs": RunningStats(None, self.obs_mean, self.obs_var)}, obs)
         mean, _ = apply_actor(self.template, params, obs, self.log_std_min, self.log_std_max)
         return _as_dtype(scale_action(torch.tanh(mean), self.spec), self.action_dtype)
 
@@ -61,7 +68,9 @@ def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
                          "agent_index=i (--agent I on the command line)")
     state = agent.state
     params = {name: t.detach().to("cpu", copy=True) for name, t in state.actor.items()}
-    return Policy(state.static.actor, params, state.config, agent.spec)
+    stats = state.norm.get("obs")
+    stats = None if stats is None else RunningStats(*(t.detach().to("cpu", copy=True) for t in stats))
+    return Policy(state.static.actor, params, state.config, agent.spec, stats)
 
 
 def export_policy(agent, path: Union[str, Path], fmt: str,
