@@ -5,7 +5,8 @@ capacity 1,000,000, per fan-out, and one compiled W1 update, in one run:
 
 Rows: ``sample`` (256 stratified draws), ``set`` (256 random leaves), ``sample+set`` (the two as
 a training step does them: draw, then write new priorities for the drawn leaves), ``update`` (a
-``torch.compile(funcsac.update, fullgraph=True)`` step of the "mujoco" workload, batch 256).
+``torch.compile(funcsac.update, fullgraph=True)`` step of the "mujoco" workload, batch 256; also
+``update_with_aux`` and the update with normalisation on).
 On a CPU shared with other processes, run with ``OMP_NUM_THREADS=1``: intra-op threads that wait
 for a descheduled sibling made the medians 10 to 100 times the minima.
 """
@@ -68,15 +69,23 @@ def test_priority_tree(benchmark, op, fanout, device):
     benchmark.pedantic(synced(step, device), rounds=300, iterations=1, warmup_rounds=10)
 
 
-def test_compiled_update(benchmark, device):
+UPDATES = {"update": (funcsac.update, {}), "update_with_aux": (funcsac.update_with_aux, {}),
+           "update-normalized": (funcsac.update, {"normalize_obs": True, "scale_rewards": True})}
+
+
+@pytest.mark.parametrize("variant", UPDATES)
+def test_compiled_update(benchmark, device, variant):
+    """The W1 update as plain SAC compiles it, with the TD errors prioritized replay needs, and
+    with observation and reward normalisation."""
     torch._dynamo.reset()
-    cfg = workload_config("mujoco", device=str(device))
+    fn, options = UPDATES[variant]
+    cfg = workload_config("mujoco", device=str(device), **options)
     batch = random_batch(cfg)
-    step = stepper(torch.compile(funcsac.update, fullgraph=True), funcsac.init_state(cfg, seed=0),
-                   batch)
+    compiled = torch.compile(fn, fullgraph=True)
+    step = stepper(lambda s, b: compiled(s, b)[:2], funcsac.init_state(cfg, seed=0), batch)
     for _ in range(3):  # the compile, then warm-up
         step()
     benchmark.group = f"priority {device}"
-    benchmark.extra_info.update(op="update", workload="mujoco", batch=BATCH_SIZE,
+    benchmark.extra_info.update(op=variant, workload="mujoco", batch=BATCH_SIZE,
                                 device=str(device))
     benchmark.pedantic(synced(step, device), rounds=100, iterations=1, warmup_rounds=3)

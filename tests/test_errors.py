@@ -42,6 +42,8 @@ def _bad(batch, **changes):
     (lambda b: _bad(b, reward=torch.empty(32, device="meta")), r"Batch.reward: expected device cpu"),
     (lambda b: _bad(b, obs=b.obs.numpy()), r"Batch.obs: expected a tensor"),
     (lambda b: tuple(b), r"expected a funcsac.Batch"),
+    (lambda b: _bad(b, horizon=b.horizon[:, None]), r"Batch.horizon: expected shape \[32\]"),
+    (lambda b: _bad(b, weight=b.weight.double()), r"Batch.weight: expected dtype torch.float32"),
 ])
 def test_bad_batch(change, match):
     cfg = small_config()
@@ -62,6 +64,10 @@ def test_check_batch_reads_values():
         funcsac.check_batch(batch._replace(reward=nan_reward), cfg)
     with pytest.raises(ValueError, match=r"Batch.action: expected values in the policy's \[-1, 1\]"):
         funcsac.check_batch(batch._replace(action=batch.action * 3), cfg)
+    with pytest.raises(ValueError, match=r"Batch.horizon: expected step counts >= 1"):
+        funcsac.check_batch(batch._replace(horizon=batch.horizon * 0), cfg)
+    with pytest.raises(ValueError, match=r"Batch.weight: expected weights >= 0"):
+        funcsac.check_batch(batch._replace(weight=-batch.weight), cfg)
 
 
 def test_mismatched_state_and_config():

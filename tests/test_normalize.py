@@ -27,6 +27,20 @@ def test_merged_statistics_equal_numpy_over_all_masked_rows():
     torch.testing.assert_close(stats.var, torch.from_numpy(rows.var(0)), rtol=1e-12, atol=1e-12)
 
 
+def test_vmapped_observe_keeps_each_agents_statistics_like_a_loop():
+    cfg = small_config(dtype=torch.float64, normalize_obs=True, scale_rewards=True)
+    states = [funcsac.init_state(cfg, seed=s) for s in range(3)]
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randn(3, 8, 5, generator=g, dtype=torch.float64) * torch.arange(1.0, 4.0)[:, None, None]
+    returns, mask = torch.randn(3, 8, generator=g, dtype=torch.float64), torch.rand(3, 8, generator=g) < 0.6
+    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
+    vmapped = torch.func.vmap(observe)(stack(states), obs, returns, mask)
+    looped = stack([observe(s, o, r, m) for s, o, r, m in zip(states, obs, returns, mask)])
+    optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12),
+                    vmapped.norm, looped.norm)
+    assert not torch.allclose(vmapped.norm["obs"].var[0], vmapped.norm["obs"].var[2])
+
+
 def _with_stats(cfg, seed=0):
     """A state keeping statistics, updated with 50 random rows; and its statistics."""
     state = funcsac.init_state(cfg, seed=seed)

@@ -94,7 +94,10 @@ def test_nstep_target_bootstraps_with_gamma_to_the_horizon():
 def test_update_with_aux_returns_td_errors_vmapped_like_a_loop():
     cfg = small_config(dtype=torch.float64)
     states = [funcsac.init_state(cfg, seed=s) for s in (0, 1)]
-    batches = [make_batch(cfg, seed=s) for s in (0, 1)]
+    g = torch.Generator().manual_seed(5)
+    batches = [make_batch(cfg, seed=s)._replace(
+        horizon=torch.randint(1, 4, (32,), generator=g).double(),
+        weight=torch.rand(32, generator=g, dtype=torch.float64)) for s in (0, 1)]
     looped = [funcsac.update_with_aux(s, b) for s, b in zip(states, batches)]
     stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
     vmapped = torch.func.vmap(funcsac.update_with_aux)(stack(states), stack(batches))
@@ -106,7 +109,7 @@ def test_update_with_aux_returns_td_errors_vmapped_like_a_loop():
     q = funcsac.apply_critics(state.static.critic, state.critic, batch.obs, batch.action)
     expected = (q - funcsac.td_target(state, batch, k_target)).abs().mean(0)
     torch.testing.assert_close(looped[0][2]["td_error"], expected)
-    # and the state and metrics are those of update
+    # and the state and metrics are those of update (which weighs and bootstraps the same way)
     plain = funcsac.update(state, batch)
     optree.tree_map(torch.testing.assert_close, looped[0][:2], plain)
 
