@@ -44,7 +44,7 @@ class NStepQueue:
                 rewards[:length - s] = self.reward[e, s:length]
                 for k, v in (("obs", self.obs[e, s].copy()), ("action", self.action[e, s].copy()),
                              ("reward", rewards), ("next_obs", next_obs[e]),
-                             ("terminated", bool(terminated[e]) and ended), ("horizon", length - s),
+                             ("terminated", bool(terminated[e])), ("horizon", length - s),
                              ("env", e)):
                     out[k].append(v)
             if ended:
