@@ -126,7 +126,8 @@ def _add_settings(parser) -> None:
     """--config, --preset and a flag per TrainConfig field."""
     parser.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
     parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="a named variant (redq, droq); config file and flags override it")
+                        help="a named variant (redq, droq, rlpd: give --offline-data too); config "
+                             "file and flags override it")
     for field in dataclasses.fields(TrainConfig):
         _add_field(parser, field)
 
@@ -159,6 +160,9 @@ def _train_config(args) -> TrainConfig:
         values.update(load_config_file(args.config))
     values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
                    if hasattr(args, f.name)})
+    data = values.get("offline_data")
+    if data and isinstance(data, str):  # absolute: found by --resume and Tune trials elsewhere
+        values["offline_data"] = str(Path(data).expanduser().absolute())
     return TrainConfig.from_dict(values)
 
 

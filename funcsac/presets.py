@@ -1,5 +1,6 @@
 """Named variants of SAC as settings of the same pieces (SACConfig fields, plus the driver's
-``utd``: gradient steps per environment step)."""
+``utd``: gradient steps per environment step, and ``offline_ratio``: the offline share of each
+batch when offline data is given)."""
 from __future__ import annotations
 
 PRESETS = {
@@ -11,6 +12,14 @@ PRESETS = {
     # DroQ (Hiraoka et al. 2022): 2 critics with dropout 0.01 and LayerNorm, UTD 20.
     "droq": {"num_critics": 2, "critic_dropout": 0.01, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20},
+    # RLPD (Ball et al. 2023; ikostrikov/rlpd configs/rlpd_config.py and sac_learner.py): online
+    # SAC with offline data, half of each batch from it (give --offline-data); 10 critics with
+    # LayerNorm, target min over a random 2, UTD 20, one actor step per environment step against
+    # the mean of all critics, learning rates 3e-4. rlpd's target entropy is -act_dim / 2
+    # (funcsac's default is -act_dim; set --target-entropy).
+    "rlpd": {"num_critics": 10, "num_target_critics": 2, "critic_layer_norm": True,
+             "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "critic_lr": 3e-4,
+             "alpha_lr": 3e-4, "offline_ratio": 0.5},
 }
 
 

@@ -167,3 +167,18 @@ def test_nstep_and_prioritized_run_resumes_exactly(tmp_path, monkeypatch):
     a, b = (load_checkpoint(tmp_path / d / "checkpoint.pt")["buffers"][0] for d in "ab")
     assert torch.equal(a["priorities"], b["priorities"]) and a["priorities"].std() > 0
     assert torch.equal(a["max_priority"], b["max_priority"])
+
+
+def test_a_checkpoint_from_before_these_settings_resumes(tmp_path):
+    # a run written before n_step, prioritized replay, normalisation and offline data existed:
+    # its saved config lacks them, which means they were off
+    cfg = funcsac.TrainConfig(total_steps=300, learning_starts=100, eval_every=0, **TINY)
+    funcsac.train(cfg, tmp_path)
+    payload = load_checkpoint(tmp_path / "checkpoint.pt")
+    for key in ("n_step", "prioritized", "priority_alpha", "priority_beta", "priority_epsilon",
+                "offline_data", "offline_ratio", "normalize_obs", "scale_rewards"):
+        del payload["config"][key]
+    torch.save(payload, tmp_path / "checkpoint.pt")
+    longer = funcsac.TrainConfig(**{**cfg.to_dict(), "total_steps": 400})
+    result = funcsac.train(longer, tmp_path, resume=True)
+    assert result.evals[-1].step == 400

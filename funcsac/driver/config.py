@@ -44,6 +44,8 @@ class RunSettings:
     priority_alpha: float = 0.6
     priority_beta: float = 0.4
     priority_epsilon: float = 1e-6
+    offline_data: str = ""
+    offline_ratio: float = 0.5
     eval_every: int = 5_000
     eval_episodes: int = 10
     checkpoint_every: int = 5_000
@@ -79,6 +81,10 @@ _HELP = {
     "priority_beta": "prioritized replay: importance-weight exponent at the start, annealed "
                      "linearly to 1 at total_steps",
     "priority_epsilon": "prioritized replay: added to |TD error| so no row has priority 0",
+    "offline_data": "offline transitions to learn from besides the online ones (RLPD): a .npz "
+                    "dataset (funcsac collect) or a local Minari dataset directory; empty: none",
+    "offline_ratio": "with offline_data: the fraction of each batch drawn from it (the rest from "
+                     "the online replay buffer), in (0, 1)",
     "eval_every": "environment steps between evaluations (0: only at the end)",
     "eval_episodes": "deterministic-policy episodes per evaluation",
     "checkpoint_every": "environment steps between checkpoints (0: only at the end)",
@@ -115,6 +121,10 @@ _HELP = {
     "actor_q_reduction": "how the actor loss combines the critics: min or mean",
     "critic_dropout": "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)",
     "critic_layer_norm": "LayerNorm after each hidden layer of the critics (DroQ)",
+    "normalize_obs": "normalise observations by their running mean and std (kept in the agent's "
+                     "state and checkpoints, applied when acting, training and in exports)",
+    "scale_rewards": "divide rewards by the running std of the discounted return (as SB3's "
+                     "VecNormalize)",
 }
 
 
@@ -131,7 +141,7 @@ class _TrainConfigMethods:
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype", "wandb_project",
-                     "wandb_mode"):
+                     "wandb_mode", "offline_data"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TrainConfig.{name} must be a string, got "
                                  f"{getattr(self, name)!r}")
@@ -164,6 +174,7 @@ class _TrainConfigMethods:
                     low <= value <= high):
                 raise ValueError(f"TrainConfig.{name} must be a number in [{low}, {high}], got "
                                  f"{value!r}")
+        _check_offline(self)
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"TrainConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}")
         self.sac_config(1, 1)  # validates the agent's fields
@@ -180,6 +191,11 @@ class _TrainConfigMethods:
     def to_dict(self) -> dict:
         """Plain values (JSON-serialisable) by field name."""
         return dataclasses.asdict(self)
+
+    @classmethod
+    def field_defaults(cls) -> dict:
+        """Every field's default value, by name."""
+        return {f.name: f.default for f in dataclasses.fields(cls)}
 
     @classmethod
     def from_dict(cls, values: dict):
@@ -199,6 +215,35 @@ TrainConfig = dataclasses.make_dataclass(
 TrainConfig.__module__ = __name__
 TrainConfig.__doc__ = """Everything a training run needs: the run settings plus every settable
 SACConfig field (same names and defaults)."""
+
+
+def _check_offline(config) -> None:
+    """``offline_ratio`` in (0, 1); with ``offline_data``, a split that leaves rows to both parts
+    of a batch, and no prioritized replay. Whether the dataset exists and fits the environment is
+    checked when a run starts (a finished run stays loadable without it)."""
+    ratio = config.offline_ratio
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0.0 < ratio < 1.0:
+        raise ValueError("TrainConfig.offline_ratio must be a number in (0, 1) (exclusive), got "
+                         f"{ratio!r}")
+    if not config.offline_data:
+        return
+    if "\0" in config.offline_data:
+        raise ValueError("TrainConfig.offline_data must be a path (of a .npz file or a Minari "
+                         f"dataset directory), got {config.offline_data!r}")
+    if config.prioritized:
+        raise ValueError("TrainConfig.offline_data cannot be combined with prioritized=True: "
+                         "prioritized replay applies to online data only; mixing priorities "
+                         "with uniformly drawn offline rows is not supported")
+    offline = offline_rows(config.batch_size, ratio)
+    if not 0 < offline < config.batch_size:
+        raise ValueError(f"TrainConfig.offline_ratio {ratio} of batch_size {config.batch_size} "
+                         f"gives {offline} offline rows per batch; each batch needs at least one "
+                         "offline and one online row")
+
+
+def offline_rows(batch_size: int, offline_ratio: float) -> int:
+    """The rows of each batch drawn from the offline data: ``round(batch_size * offline_ratio)``."""
+    return round(batch_size * offline_ratio)
 
 
 def _positive_int(name: str, value, minimum: int = 1) -> None:

@@ -7,9 +7,12 @@ from typing import NamedTuple, Optional, Tuple, Union
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from .atomic import write_atomically
+from .buffer import ReplayBuffer
 from .envs import EnvSpec, check_spaces
+from .nstep import NStepQueue
 
 FORMAT, VERSION = "funcsac-transitions", 1
 ACTION_TOLERANCE = 1e-5  # actions may leave [low, high] by this fraction of high - low
@@ -81,6 +84,28 @@ def to_policy_actions(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
     action = np.asarray(action)
     policy = 2.0 * (action - spec.low) / (spec.high - spec.low) - 1.0
     return policy.clip(-1.0, 1.0).astype(np.promote_types(action.dtype, np.float32))
+
+
+def dataset_buffer(path: Union[str, Path], spec: EnvSpec, device, dtype=torch.float32,
+                   n_step: int = 1) -> ReplayBuffer:
+    """The dataset in ``path`` (read and checked by ``load_dataset``) as a full replay buffer of
+    its transitions, actions mapped to policy units [-1, 1]. With ``n_step > 1`` its rows are
+    n-step transitions made by an ``NStepQueue`` exactly as online ones are, so they end at the
+    dataset's episode ends."""
+    t = load_dataset(path, spec)
+    t = t._replace(action=to_policy_actions(t.action, spec))
+    if n_step == 1:
+        rows = dict(obs=t.obs, action=t.action, reward=t.reward, next_obs=t.next_obs,
+                    terminated=t.terminated)
+    else:  # one transition at a time through the queue, as one sub-environment's steps
+        queue, pushed = NStepQueue(1, n_step, spec.obs_dim, spec.act_dim), []
+        valid = np.ones(1, bool)
+        for i in range(len(t.obs)):
+            pushed.append(queue.push(valid, *(x[i:i + 1] for x in t)))
+        rows = {k: np.concatenate([p[k] for p in pushed]) for k in pushed[0] if k != "env"}
+    buffer = ReplayBuffer(len(rows["obs"]), spec.obs_dim, spec.act_dim, device, dtype, n_step)
+    buffer.add({k: torch.as_tensor(v) for k, v in rows.items()})
+    return buffer
 
 
 def _read_npz(path: Path) -> Transitions:

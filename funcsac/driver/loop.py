@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from .. import keys
 from ..act import act
 from ..batch import Batch
+from ..normalize import observe
 from ..state import HParams, SACState, init_state
 from ..stored_compile import compile_stored
 from ..update import METRIC_NAMES, update, update_with_aux
@@ -32,7 +33,8 @@ from .buffer import ReplayBuffer
 from .callbacks import Callback, Report, call_all
 from .checkpoint import (CHECKPOINT, CheckpointError, load_checkpoint, restore_state,
                          save_checkpoint, state_leaves)
-from .config import RESUME_MAY_CHANGE, TrainConfig
+from .config import RESUME_MAY_CHANGE, TrainConfig, offline_rows
+from .datasets import dataset_buffer
 from .envs import (autoreset_mode, check_finite, env_spec, make_eval_env, make_vector_env,
                    scale_action, transitions)
 from .envstate import EnvStateError, restore_envs, save_envs, unsaveable_envs
@@ -80,6 +82,7 @@ class Progress:
     elapsed: float
     noise_key: Optional[torch.Tensor] = None  # [agents, 2]: the current noise block's key
     nstep: Optional[dict] = None  # the n-step queue's waiting transitions (NStepQueue.state_dict)
+    discounted_return: Optional[np.ndarray] = None  # per sub-env, for reward scaling
 
     def to_checkpoint(self) -> dict:
         fields = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
@@ -116,7 +119,8 @@ def _check_resumable(config: TrainConfig, payload: dict) -> None:
     if missing:
         raise CheckpointError(f"checkpoint lacks {sorted(missing)}: not written by this funcsac")
     plain = lambda v: json.loads(json.dumps(v))  # noqa: E731  (tuples and lists compare equal)
-    saved = payload["config"]
+    # a setting newer than the checkpoint had its default value there (the feature was off)
+    saved = {**TrainConfig.field_defaults(), **payload["config"]}
     diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
             if k not in RESUME_MAY_CHANGE and plain(saved.get(k)) != plain(v)}
     if diff:
@@ -187,6 +191,13 @@ class Run:
         self.mode = autoreset_mode(self.envs)
         self.sac_config = config.sac_config(self.spec.obs_dim, self.spec.act_dim)
         self.device = torch.device(self.sac_config.device)
+        # offline data (RLPD): one buffer of the dataset's rows that every agent samples from;
+        # read again on resume, not checkpointed. Read first, so a bad dataset fails the run
+        # before anything is written.
+        self.offline = None
+        if config.offline_data:
+            self.offline = dataset_buffer(config.offline_data, self.spec, self.device,
+                                          self.sac_config.dtype, config.n_step)
         self.state = stack([with_overrides(init_state(self.sac_config, seed=s.agent), a)
                             for a, s in zip(self.agents, self.seeds)])
         priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
@@ -209,6 +220,9 @@ class Run:
         self.step_fn = vmap_agents(one if k == 1 else make_update_many(one), A)
         self.to_compile = config.compile  # at the first update, or loaded from the store
         self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z), A)
+        self.observe_fn = vmap_agents(observe, A)
+        self.gammas = np.repeat([a.overrides.get("gamma", self.sac_config.gamma)
+                                 for a in self.agents], config.num_envs)
         self.noise = None  # [agents, NOISE_BLOCK, num_envs, act_dim] standard normals, float64
         self.metrics = None
         self.last_log = (time.perf_counter(), self.progress.env_step, self.progress.updates)
@@ -321,6 +335,8 @@ class Run:
                                            p.prev_done)
             check_finite(cfg.env_id, p.env_step + n, observation=true_next, reward=reward)
             self._store(valid, p.obs, action, reward, true_next, terminated, truncated)
+            if self.state.norm:
+                self._observe(valid, reward, terminated | truncated)
             p.episode_return += np.where(valid, reward, 0.0)
             p.episode_length += valid
             done = (terminated | truncated) & valid
@@ -349,6 +365,23 @@ class Run:
             mine = env // n == i
             buffer.add({k: torch.as_tensor(v[mine]) for k, v in rows.items()})
 
+    def _observe(self, valid, reward, done) -> None:
+        """Update the agents' running statistics with this step's observations and running
+        discounted returns (``R = gamma * R + r``, restarted after each episode end)."""
+        p, A = self.progress, len(self.agents)
+        if p.discounted_return is None:
+            p.discounted_return = np.zeros(len(valid))
+        p.discounted_return = np.where(valid, self.gammas * p.discounted_return + reward,
+                                       p.discounted_return)
+        as_tensor = lambda x, dtype: torch.as_tensor(  # noqa: E731
+            np.asarray(x), dtype=dtype, device=self.device).reshape(A, len(valid) // A, -1)
+        obs = as_tensor(p.obs, self.sac_config.dtype)
+        returns = as_tensor(p.discounted_return, torch.float64)[..., 0]
+        mask = as_tensor(valid, torch.bool)[..., 0]
+        self.state = self.observe_fn(self.state, *(x[0] if A == 1 else x
+                                                   for x in (obs, returns, mask)))
+        p.discounted_return[done] = 0.0
+
     def _exploration_noise(self) -> torch.Tensor:
         """This vector step's standard normal noise ``[A, num_envs, act_dim]`` (float64), from
         the block drawn with ``progress.noise_key``; a new block (and key) every ``NOISE_BLOCK``
@@ -366,7 +399,9 @@ class Run:
     def learn(self) -> None:
         """``utd * num_envs`` gradient steps per agent, once learning has started."""
         cfg, p = self.config, self.progress
-        if p.env_step < cfg.learning_starts or self.buffers[0].size < cfg.batch_size:
+        online = cfg.batch_size - (0 if self.offline is None
+                                   else offline_rows(cfg.batch_size, cfg.offline_ratio))
+        if p.env_step < cfg.learning_starts or self.buffers[0].size < online:
             return
         k = cfg.utd * cfg.num_envs
         # the first call of the process compiles (or, eagerly, warms up)
@@ -391,11 +426,31 @@ class Run:
         gamma = self.state.hparams.gamma.reshape(A)
         beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(
             1.0, self.progress.env_step / cfg.total_steps)
+        if self.offline is not None:
+            return self._sample_mixed(key, k, gamma, beta)
         drawn = [b.sample(key[i], cfg.batch_size * k, gamma[i], beta)
                  for i, b in enumerate(self.buffers)]
         rows = [batch if k == 1 else Batch(*(x.reshape(k, cfg.batch_size, *x.shape[1:])
                                              for x in batch)) for batch, _ in drawn]
         return stack(rows), [where for _, where in drawn]
+
+    def _sample_mixed(self, key: torch.Tensor, k: int, gamma: torch.Tensor, beta: float):
+        """``_sample`` with offline data (RLPD): each of an agent's ``k`` batches holds
+        ``round(batch_size * offline_ratio)`` rows from the shared offline buffer, first, then
+        the rest from the agent's online buffer, drawn with independent keys split from the
+        agent's. Returns the online rows' positions."""
+        cfg, B = self.config, self.config.batch_size
+        off = offline_rows(B, cfg.offline_ratio)
+        per_step = lambda x: x.reshape(k, -1, *x.shape[1:])  # noqa: E731  [k * m] -> [k, m]
+        rows, positions = [], []
+        for i, buffer in enumerate(self.buffers):
+            k_offline, k_online = keys.split(key[i], 2)
+            offline, _ = self.offline.sample(k_offline, off * k, gamma[i])
+            online, where = buffer.sample(k_online, (B - off) * k, gamma[i], beta)
+            joined = (torch.cat([per_step(x), per_step(y)], 1) for x, y in zip(offline, online))
+            rows.append(Batch(*(x[0] if k == 1 else x for x in joined)))
+            positions.append(where)
+        return stack(rows), positions
 
     def evaluate(self) -> List[EvalResult]:
         """Deterministic-policy episodes for every agent; one row each in eval.csv. Returns the
