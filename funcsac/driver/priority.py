@@ -100,12 +100,13 @@ class PriorityTree:
         node = torch.zeros(n, dtype=torch.int64, device=self.device)
         zero = torch.zeros((), dtype=torch.float64, device=self.device)
         for level in range(len(self.levels) - 2, -1, -1):
-            cum = self._children(level, node).cumsum(-1)
+            children = self._children(level, node)
+            cum = children.cumsum(-1)
             # stay below the block's sum, so the chosen child's bracket is non-empty
             u = torch.minimum(u, torch.nextafter(cum[:, -1:], zero))
             child = torch.searchsorted(cum, u, right=True)  # the count of cum <= u, [n, 1]
-            left = torch.where(child > 0, cum.gather(1, (child - 1).clamp(min=0)), zero)
-            u, node = u - left, node * self.fanout + child[:, 0]
+            u = u - (cum - children).gather(1, child)  # minus the brackets left of the child
+            node = node * self.fanout + child[:, 0]
         return node, self.levels[0][node] / self.total
 
 
