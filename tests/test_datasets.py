@@ -61,25 +61,46 @@ def test_to_policy_actions_inverts_scale_action():
     assert np.array_equal(to_policy_actions(np.array([[-3.0, 6.0, 3.0]]), spec), [[-1, 1, 1]])
 
 
-# minari asks for an author, a description... and a serialisable env spec
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_a_local_minari_dataset_loads_as_its_episodes(tmp_path, monkeypatch):
-    minari = pytest.importorskip("minari")
-    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
-    env = minari.DataCollector(gym.make("Pendulum-v1", max_episode_steps=20))
-    expected = {field: [] for field in Transitions._fields}
-    for episode, length in enumerate((20, 20, 7)):  # the last episode is left unfinished
+def _minari_dataset(minari, dataset_id, env, lengths):
+    """A local Minari dataset of random-action episodes of ``env`` (made from episode buffers:
+    minari's DataCollector needs jax); returns the steps as ``Transitions``."""
+    from minari.data_collector.episode_buffer import EpisodeBuffer
+    steps, episodes = {field: [] for field in Transitions._fields}, []
+    for episode, length in enumerate(lengths):
         obs, _ = env.reset(seed=episode)
+        env.action_space.seed(episode)
+        record = {k: [] for k in ("obs", "action", "reward", "terminated", "truncated")}
+        record["obs"].append(obs)
         for _ in range(length):
             action = env.action_space.sample()
             next_obs, reward, terminated, truncated, _ = env.step(action)
             for field, x in zip(Transitions._fields,
                                 (obs, action, reward, next_obs, terminated, truncated)):
-                expected[field].append(x)
+                steps[field].append(x)
+            for k, x in zip(record, (next_obs, action, reward, terminated, truncated)):
+                record[k].append(x)
             obs = next_obs
-    env.create_dataset("funcsac/pendulum-random-v0", ref_min_score=-1000.0, ref_max_score=0.0)
+        stacked = {k: ({n: np.stack([o[n] for o in v]) for n in v[0]} if isinstance(v[0], dict)
+                       else np.array(v)) for k, v in record.items()}
+        episodes.append(EpisodeBuffer(id=episode, seed=episode, observations=stacked["obs"],
+                                      actions=stacked["action"], rewards=stacked["reward"],
+                                      terminations=stacked["terminated"],
+                                      truncations=stacked["truncated"], infos={}))
+    minari.create_dataset_from_buffers(dataset_id, episodes, env=env, ref_min_score=-1000.0,
+                                       ref_max_score=0.0)
+    return Transitions(*(np.array(x) if not isinstance(x[0], dict) else None
+                         for x in steps.values()))
+
+
+# minari asks for an author, a description... and a serialisable env spec
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_local_minari_dataset_loads_as_its_episodes(tmp_path, monkeypatch):
+    minari = pytest.importorskip("minari")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    env = gym.make("Pendulum-v1", max_episode_steps=20)
+    # the last episode is left unfinished
+    expected = _minari_dataset(minari, "funcsac/pendulum-random-v0", env, (20, 20, 7))
     env.close()
-    expected = Transitions(*(np.array(x) for x in expected.values()))
     assert np.flatnonzero(expected.truncated).tolist() == [19, 39]
     for path in (tmp_path / "funcsac" / "pendulum-random-v0",
                  tmp_path / "funcsac" / "pendulum-random-v0" / "data"):
@@ -141,12 +162,9 @@ def test_a_minari_dataset_of_dict_observations_is_refused(tmp_path, monkeypatch)
     minari = pytest.importorskip("minari")
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
     space = gym.spaces.Dict(pos=gym.spaces.Box(-8.0, 8.0, (3,)))
-    env = minari.DataCollector(gym.wrappers.TransformObservation(
-        gym.make("Pendulum-v1", max_episode_steps=5), lambda obs: {"pos": obs}, space))
-    env.reset(seed=0)
-    for _ in range(5):
-        env.step(env.action_space.sample())
-    env.create_dataset("funcsac/pendulum-dict-v0", ref_min_score=-1000.0, ref_max_score=0.0)
+    env = gym.wrappers.TransformObservation(gym.make("Pendulum-v1", max_episode_steps=5),
+                                            lambda obs: {"pos": obs}, space)
+    _minari_dataset(minari, "funcsac/pendulum-dict-v0", env, (5,))
     env.close()
     with pytest.raises(ValueError, match=r"observation space Dict\(.*\) is not supported"):
         load_dataset(tmp_path / "funcsac" / "pendulum-dict-v0")

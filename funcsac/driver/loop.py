@@ -420,35 +420,27 @@ class Run:
 
     def _sample(self, key: torch.Tensor, k: int):
         """Each agent's ``k`` batches (``[k, B, ...]`` when ``k > 1``), stacked over agents, and
-        the buffer positions of their rows; n-step rewards are discounted with each agent's
-        gamma."""
-        cfg, A = self.config, len(self.agents)
+        the buffer positions of their online rows; n-step rewards are discounted with each
+        agent's gamma. With offline data (RLPD), each batch holds
+        ``round(batch_size * offline_ratio)`` rows of the shared offline buffer first, then the
+        agent's own, drawn with two keys split from the agent's."""
+        cfg, A, B = self.config, len(self.agents), self.config.batch_size
         gamma = self.state.hparams.gamma.reshape(A)
         beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(
             1.0, self.progress.env_step / cfg.total_steps)
-        if self.offline is not None:
-            return self._sample_mixed(key, k, gamma, beta)
-        drawn = [b.sample(key[i], cfg.batch_size * k, gamma[i], beta)
-                 for i, b in enumerate(self.buffers)]
-        rows = [batch if k == 1 else Batch(*(x.reshape(k, cfg.batch_size, *x.shape[1:])
-                                             for x in batch)) for batch, _ in drawn]
-        return stack(rows), [where for _, where in drawn]
-
-    def _sample_mixed(self, key: torch.Tensor, k: int, gamma: torch.Tensor, beta: float):
-        """``_sample`` with offline data (RLPD): each of an agent's ``k`` batches holds
-        ``round(batch_size * offline_ratio)`` rows from the shared offline buffer, first, then
-        the rest from the agent's online buffer, drawn with independent keys split from the
-        agent's. Returns the online rows' positions."""
-        cfg, B = self.config, self.config.batch_size
-        off = offline_rows(B, cfg.offline_ratio)
+        off = 0 if self.offline is None else offline_rows(B, cfg.offline_ratio)
         per_step = lambda x: x.reshape(k, -1, *x.shape[1:])  # noqa: E731  [k * m] -> [k, m]
         rows, positions = [], []
         for i, buffer in enumerate(self.buffers):
-            k_offline, k_online = keys.split(key[i], 2)
-            offline, _ = self.offline.sample(k_offline, off * k, gamma[i])
+            parts, k_online = [], key[i]
+            if off:
+                k_offline, k_online = keys.split(key[i], 2)
+                parts.append(self.offline.sample(k_offline, off * k, gamma[i])[0])
             online, where = buffer.sample(k_online, (B - off) * k, gamma[i], beta)
-            joined = (torch.cat([per_step(x), per_step(y)], 1) for x, y in zip(offline, online))
-            rows.append(Batch(*(x[0] if k == 1 else x for x in joined)))
+            parts.append(online)
+            fields = (torch.cat([per_step(x) for x in xs], 1) if off else per_step(xs[0])
+                      for xs in zip(*parts))
+            rows.append(Batch(*(x[0] if k == 1 else x for x in fields)))
             positions.append(where)
         return stack(rows), positions
 
