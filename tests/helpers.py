@@ -1,5 +1,6 @@
 import csv
 
+import pytest
 import torch
 
 import funcsac
@@ -49,3 +50,19 @@ def crash_at_eval(monkeypatch, step):
 
     monkeypatch.setattr(loop, "evaluate", failing)
     return lambda: monkeypatch.setattr(loop, "evaluate", real)
+
+
+def crash_then_resume(config, run_dir, monkeypatch, step):
+    """Train ``config`` in ``run_dir`` until the evaluation at env step ``step`` crashes it, then
+    resume it to the end; returns the resumed run's ``TrainResult``."""
+    undo = crash_at_eval(monkeypatch, step)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        funcsac.train(config, run_dir)
+    undo()
+    return funcsac.train(config, run_dir, resume=True)
+
+
+def assert_states_equal(a, b) -> None:
+    """Every tensor of two states is bit-identical."""
+    for x, y in zip(torch.utils._pytree.tree_leaves(a), torch.utils._pytree.tree_leaves(b)):
+        assert torch.equal(x, y)

@@ -15,7 +15,7 @@ from funcsac.driver import loop
 from funcsac.driver.buffer import ReplayBuffer
 from funcsac.driver.checkpoint import load_checkpoint
 from funcsac.driver.replay_files import load_buffer, save_buffer
-from helpers import TINY, crash_at_eval, eval_rows
+from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
 
 
 
@@ -70,15 +70,9 @@ def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
     assert [e.step for e in first.evals] == [400, 800, 1200]
 
     # crash after the checkpoint at 800 (the eval at 1200 fails), then resume
-    undo = crash_at_eval(monkeypatch, 1200)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        funcsac.train(RESUME, tmp_path / "c")
-    undo()
-    resumed = funcsac.train(RESUME, tmp_path / "c", resume=True)
+    resumed = crash_then_resume(RESUME, tmp_path / "c", monkeypatch, 1200)
     assert eval_rows(tmp_path / "c") == eval_rows(tmp_path / "a")
-    for x, y in zip(torch.utils._pytree.tree_leaves(resumed.state),
-                    torch.utils._pytree.tree_leaves(first.state)):
-        assert torch.equal(x, y)
+    assert_states_equal(resumed.state, first.state)
     with open(tmp_path / "c" / "metrics.csv") as f:
         steps = [int(r["step"]) for r in csv.DictReader(f)]
     assert steps == sorted(set(steps))  # rows after the checkpoint were not duplicated

@@ -2,7 +2,6 @@
 the update and act against hand-normalised inputs, and per-agent statistics through the driver."""
 import numpy as np
 import optree
-import pytest
 import torch
 
 import funcsac
@@ -11,7 +10,8 @@ from funcsac.driver.checkpoint import load_checkpoint
 from funcsac.driver.replay_files import load_buffer
 from funcsac.driver.buffer import ReplayBuffer
 from funcsac.normalize import EPS, init_stats, merge_stats, observe
-from helpers import TINY, crash_at_eval, eval_rows, make_batch, small_config
+from helpers import (TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch,
+                     small_config)
 
 
 def test_merged_statistics_equal_numpy_over_all_masked_rows():
@@ -88,14 +88,9 @@ def test_statistics_are_per_agent_through_the_driver_and_resume_exactly(tmp_path
         if i:
             assert not torch.allclose(stats.mean[i], stats.mean[0])
     assert (first.state.norm["return"].var > 1.0).all()
-    undo = crash_at_eval(monkeypatch, 600)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        funcsac.train(cfg, tmp_path / "b")
-    undo()
-    resumed = funcsac.train(cfg, tmp_path / "b", resume=True)
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 600)
     assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
-    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=0, atol=0),
-                    resumed.state, first.state)
+    assert_states_equal(resumed.state, first.state)
     # a loaded agent acts with its statistics
     agent = funcsac.load(tmp_path / "a")
     obs = np.zeros((2, 3), np.float32)

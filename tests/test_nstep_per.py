@@ -12,7 +12,8 @@ from funcsac.driver.nstep import NStepQueue
 from funcsac.driver.replay_files import load_buffer
 from funcsac.normalize import observe
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
-from helpers import TINY, crash_at_eval, eval_rows, make_batch, small_config
+from helpers import (TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch,
+                     small_config)
 
 
 def test_nstep_queue_matches_a_hand_table():
@@ -156,14 +157,10 @@ def test_nstep_and_prioritized_run_resumes_exactly(tmp_path, monkeypatch):
     cfg = funcsac.TrainConfig(total_steps=900, learning_starts=300, eval_every=300,
                               checkpoint_every=300, seed=4, n_step=3, prioritized=True, **TINY)
     first = funcsac.train(cfg, tmp_path / "a")
-    undo = crash_at_eval(monkeypatch, 900)  # the checkpoint at 600 is the last
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        funcsac.train(cfg, tmp_path / "b")
-    undo()
-    resumed = funcsac.train(cfg, tmp_path / "b", resume=True)
+    # the checkpoint at 600 is the last before the crash
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 900)
     assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
-    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=0, atol=0),
-                    resumed.state, first.state)
+    assert_states_equal(resumed.state, first.state)
     a, b = (load_checkpoint(tmp_path / d / "checkpoint.pt")["buffers"][0] for d in "ab")
     assert torch.equal(a["priorities"], b["priorities"]) and a["priorities"].std() > 0
     assert torch.equal(a["max_priority"], b["max_priority"])

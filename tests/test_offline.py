@@ -15,7 +15,7 @@ from funcsac.driver.datasets import Transitions, load_dataset, save_dataset, to_
 from funcsac.driver.envs import EnvSpec
 from funcsac.driver.rundir import run_files
 from funcsac.presets import preset
-from helpers import TINY, crash_at_eval, eval_rows
+from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
 
 PENDULUM = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
 
@@ -154,16 +154,11 @@ def test_resume_with_offline_data_is_exact(tmp_path, monkeypatch):
     cfg = config(total_steps=600, learning_starts=200, eval_every=200, checkpoint_every=200,
                  seed=3, n_step=2, offline_data=str(data))
     first = funcsac.train(cfg, tmp_path / "a")
-    undo = crash_at_eval(monkeypatch, 600)  # crash after the checkpoint at 400
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        funcsac.train(cfg, tmp_path / "c")
-    undo()
-    resumed = funcsac.train(cfg, tmp_path / "c", resume=True)
+    # crash after the checkpoint at 400
+    resumed = crash_then_resume(cfg, tmp_path / "c", monkeypatch, 600)
     assert eval_rows(tmp_path / "c") == eval_rows(tmp_path / "a")
     assert len(eval_rows(tmp_path / "a")) == 4  # header, 200, 400, 600
-    for x, y in zip(torch.utils._pytree.tree_leaves(resumed.state),
-                    torch.utils._pytree.tree_leaves(first.state)):
-        assert torch.equal(x, y)
+    assert_states_equal(resumed.state, first.state)
     # the offline rows took part: the same run without them ends elsewhere
     alone = funcsac.train(dataclasses.replace(cfg, offline_data=""), tmp_path / "b")
     assert not all(torch.equal(x, y) for x, y in zip(
