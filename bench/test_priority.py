@@ -4,7 +4,10 @@ capacity 1,000,000, per fan-out, and one compiled W1 update, in one run:
     pytest bench/test_priority.py --benchmark-only [--device cuda]
 
 Rows: ``sample`` (256 stratified draws), ``set`` (256 random leaves), ``sample+set`` (the two as
-a training step does them: draw, then write new priorities for the drawn leaves), ``update`` (a
+a training step does them: draw, then write new priorities for the drawn leaves); ``replay step``
+(a full buffer of W1-sized rows, the driver's work per env step at one update per step: add a row,
+draw a batch, and, prioritized, queue the batch's new priorities), uniform and prioritized, whose
+difference is what prioritized replay adds to a training step; ``update`` (a
 ``torch.compile(funcsac.update, fullgraph=True)`` step of the "mujoco" workload, batch 256; also
 ``update_with_aux`` and the update with normalisation on).
 On a CPU shared with other processes, run with ``OMP_NUM_THREADS=1``: intra-op threads that wait
@@ -15,12 +18,13 @@ import torch
 
 import funcsac
 from funcsac import keys
+from funcsac.driver.buffer import ReplayBuffer, row_shapes
 from funcsac.driver.priority import PriorityTree
 from measure import synced
-from workloads import BATCH_SIZE, random_batch, stepper, workload_config
+from workloads import BATCH_SIZE, WORKLOADS, random_batch, stepper, workload_config
 
 CAPACITY = 1_000_000
-FANOUTS = [16, 32, 64, 128]
+FANOUTS = [8, 32, 128]
 
 
 def full_tree(device, fanout):
@@ -65,6 +69,33 @@ def test_priority_tree(benchmark, op, fanout, device):
     step = tree_step(op, device, fanout)
     benchmark.group = f"priority {device}"
     benchmark.extra_info.update(op=op, fanout=fanout, capacity=CAPACITY, batch=BATCH_SIZE,
+                                device=str(device))
+    benchmark.pedantic(synced(step, device), rounds=300, iterations=1, warmup_rounds=10)
+
+
+@pytest.mark.parametrize("replay", ["uniform", "prioritized"])
+def test_replay_step(benchmark, replay, device):
+    obs_dim, act_dim = WORKLOADS["mujoco"][:2]
+    buffer = ReplayBuffer(CAPACITY, obs_dim, act_dim, device,
+                          priority=(0.6, 1e-6) if replay == "prioritized" else None)
+    g = torch.Generator().manual_seed(0)
+    fill = {k: torch.randn(CAPACITY, *shape, generator=g)
+            for k, shape in row_shapes(obs_dim, act_dim).items()}
+    buffer.add(fill)
+    if buffer.tree is not None:
+        buffer.set_priorities(torch.arange(CAPACITY, device=device), fill["reward"].to(device))
+    row = {k: v[:1] for k, v in fill.items()}
+    td = torch.rand(BATCH_SIZE, generator=g).to(device)
+    next_key = cycling(list(keys.split(keys.make_key(0, device), 64)))
+
+    def step():
+        buffer.add(row)
+        batch, where = buffer.sample(next_key(), BATCH_SIZE)
+        if buffer.tree is not None:
+            buffer.set_priorities(where, td)
+
+    benchmark.group = f"priority {device}"
+    benchmark.extra_info.update(op=f"replay step {replay}", capacity=CAPACITY, batch=BATCH_SIZE,
                                 device=str(device))
     benchmark.pedantic(synced(step, device), rounds=300, iterations=1, warmup_rounds=10)
 

@@ -6,9 +6,10 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver.buffer import ReplayBuffer
+from funcsac.driver.buffer import ReplayBuffer, row_shapes
 from funcsac.driver.checkpoint import load_checkpoint
 from funcsac.driver.nstep import NStepQueue
+from funcsac.driver.priority import PriorityTree
 from funcsac.driver.replay_files import load_buffer
 from funcsac.normalize import observe
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
@@ -152,6 +153,22 @@ def test_prioritized_buffer_draws_by_priority_and_weighs_by_hand():
     torch.testing.assert_close(batch.weight, expected[where])
     assert buffer.max_priority.item() == 4.0
 
+
+def test_queued_priority_writes_equal_writes_in_call_order():
+    rows = lambda n: {k: torch.zeros(n, *s) for k, s in row_shapes(1, 1).items()}  # noqa: E731
+    buffer = ReplayBuffer(6, obs_dim=1, act_dim=1, device="cpu", priority=(0.5, 0.1))
+    tree, rng = PriorityTree(6, "cpu"), torch.Generator().manual_seed(0)
+    for step in range(5):  # rows arrive, overwrite the ring, and get new priorities in between
+        buffer.add(rows(step + 1))
+        tree.set(torch.arange(buffer.added - step - 1, buffer.added) % 6,
+                 buffer.max_priority.expand(step + 1))
+        where = torch.randint(0, buffer.size, (4,), generator=rng)
+        td = torch.randn(4, generator=rng)
+        buffer.set_priorities(where, td)
+        tree.set(where, (td.abs().double() + 0.1) ** 0.5)
+    assert buffer.pending  # not yet written
+    buffer.sample(funcsac.keys.make_key(0), 3)
+    assert not buffer.pending and torch.equal(buffer.tree.leaves, tree.leaves)
 
 def test_nstep_and_prioritized_run_resumes_exactly(tmp_path, monkeypatch):
     cfg = funcsac.TrainConfig(total_steps=900, learning_starts=300, eval_every=300,

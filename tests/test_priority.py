@@ -22,9 +22,10 @@ def random_sets(tree, rng, rounds, max_k, reference=None):
                 reference[i] = p
 
 
-@pytest.mark.parametrize("capacity,fanout", [(1000, 8), (300, 2), (77, 128)])
-def test_every_node_is_the_sum_of_its_children(capacity, fanout):
-    tree = PriorityTree(capacity, "cpu", fanout)
+@pytest.mark.parametrize("capacity,fanout,top", [(1000, 8, 4), (300, 2, 1), (77, 128, 1),
+                                                 (5000, 3, 1024)])
+def test_every_node_is_the_sum_of_its_children(capacity, fanout, top):
+    tree = PriorityTree(capacity, "cpu", fanout, top)
     reference = np.zeros(capacity)
     random_sets(tree, np.random.default_rng(0), 40, 2 * capacity, reference)
     assert np.array_equal(tree.leaves.numpy(), reference)
@@ -32,14 +33,16 @@ def test_every_node_is_the_sum_of_its_children(capacity, fanout):
     for child, parent in zip(tree.levels, tree.levels[1:]):
         sums = child.numpy().reshape(-1, fanout).sum(-1)
         np.testing.assert_allclose(parent.numpy(), sums, rtol=1e-13, atol=0)
-    assert tree.levels[-1].shape == (1,)
+    # the levels stop at the first of at most ``top`` nodes
+    assert [x.numel() > top for x in tree.levels] == [True] * (len(tree.levels) - 1) + [False]
     np.testing.assert_allclose(tree.total.item(), reference.sum(), rtol=1e-13)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_draws_follow_the_priorities(device):
+@pytest.mark.parametrize("top", [1, 3, 1024])  # descents of 2, 1 and 0 levels below the top
+def test_draws_follow_the_priorities(device, top):
     priority = torch.tensor([0.0, 1.0, 2.0, 3.0, 0.0, 5.0, 8.0, 13.0, 0.5, 0.0])
-    tree = PriorityTree(10, device, fanout=4)
+    tree = PriorityTree(10, device, fanout=4, top=top)
     tree.set(torch.arange(10, device=device), priority.to(device))
     n = 200_000
     index, probability = tree.sample(keys.make_key(0, device), n)
@@ -56,7 +59,7 @@ def test_draws_follow_the_priorities(device):
 @pytest.mark.parametrize("n", [1, 7, 10, 1000])
 def test_draw_i_lies_in_stratum_i(n):
     capacity = 1000
-    tree = PriorityTree(capacity, "cpu", fanout=16)
+    tree = PriorityTree(capacity, "cpu", fanout=16, top=4)
     tree.load(torch.ones(capacity))
     index, _ = tree.sample(keys.make_key(n), n)
     i = torch.arange(n)
@@ -66,10 +69,10 @@ def test_draw_i_lies_in_stratum_i(n):
         assert torch.equal(index, i)
 
 
-@pytest.mark.parametrize("fanout", [2, 4])
-def test_bracket_edges_never_pick_a_zero_leaf(monkeypatch, fanout):
+@pytest.mark.parametrize("fanout,top", [(2, 1), (4, 1), (2, 3), (4, 1024)])
+def test_bracket_edges_never_pick_a_zero_leaf(monkeypatch, fanout, top):
     # U = 0 and U = 1 (which rounding can reach) put u at the ends of the brackets
-    tree = PriorityTree(6, "cpu", fanout)
+    tree = PriorityTree(6, "cpu", fanout, top)
     tree.set(torch.arange(6), torch.tensor([0.0, 1.0, 0.0, 2.0, 0.0, 0.0]))
     for edge, leaves in ((0.0, [1, 3, 3]), (1.0, [3, 3, 3])):  # u = 0, 1, 2 or u = 1, 2, 3
         monkeypatch.setattr(keys, "uniform", lambda key, shape, dtype: torch.full(shape, edge))
@@ -77,17 +80,21 @@ def test_bracket_edges_never_pick_a_zero_leaf(monkeypatch, fanout):
 
 
 def test_level_sizes_and_small_trees():
-    assert [x.numel() for x in PriorityTree(10, "cpu", 4).levels] == [16, 4, 1]
-    assert [x.numel() for x in PriorityTree(16, "cpu", 4).levels] == [16, 4, 1]
-    assert [x.numel() for x in PriorityTree(17, "cpu", 4).levels] == [64, 16, 4, 1]
-    assert [x.numel() for x in PriorityTree(5, "cpu", 2).levels] == [8, 4, 2, 1]
-    one = PriorityTree(1, "cpu", 128)
-    assert [x.numel() for x in one.levels] == [128, 1] and one.leaves.shape == (1,)
+    sizes = lambda *args: [x.numel() for x in PriorityTree(*args).levels]  # noqa: E731
+    assert sizes(10, "cpu", 4, 1) == [16, 4, 1]
+    assert sizes(16, "cpu", 4, 1) == [16, 4, 1]
+    assert sizes(17, "cpu", 4, 1) == [64, 16, 4, 1]
+    assert sizes(17, "cpu", 4, 2) == [32, 8, 2]
+    assert sizes(5, "cpu", 2, 1) == [8, 4, 2, 1]
+    assert sizes(1000, "cpu") == [1000]
+    assert sizes(1_000_000, "cpu") == [1_000_448, 31_264, 977]
+    one = PriorityTree(1, "cpu", 128, top=1)
+    assert sizes(1, "cpu", 128, 1) == [1] and one.leaves.shape == (1,)
     one.set(torch.tensor([0]), torch.tensor([0.25]))
     index, probability = one.sample(keys.make_key(0), 5)
     assert torch.equal(index, torch.zeros(5, dtype=torch.int64))
     assert torch.equal(probability, torch.ones(5, dtype=torch.float64))
-    binary = PriorityTree(5, "cpu", 2)
+    binary = PriorityTree(5, "cpu", 2, top=1)
     binary.set(torch.arange(5), torch.tensor([1.0, 0.0, 2.0, 0.0, 1.0]))
     assert binary.total.item() == 4.0
     index, _ = binary.sample(keys.make_key(1), 4)
@@ -99,6 +106,8 @@ def test_bad_arguments_raise():
         PriorityTree(0, "cpu")
     with pytest.raises(ValueError, match="fanout"):
         PriorityTree(10, "cpu", fanout=1)
+    with pytest.raises(ValueError, match="top"):
+        PriorityTree(10, "cpu", top=0)
     tree = PriorityTree(10, "cpu", 4)
     with pytest.raises(ValueError, match="all 0"):
         tree.sample(keys.make_key(0), 3)
@@ -116,6 +125,7 @@ def test_bad_arguments_raise():
         tree.set(torch.tensor([1, 2]), torch.tensor([1.0]))
     with pytest.raises(ValueError, match="shape"):
         tree.load(torch.ones(9))
+    tree.set(torch.zeros(0, dtype=torch.int64), torch.zeros(0))  # nothing to write
     assert tree.total.item() == 0.0  # the rejected calls changed nothing
 
 

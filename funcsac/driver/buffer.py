@@ -31,6 +31,8 @@ class ReplayBuffer:
     ``added - size <= t < added``) lives at position ``t % capacity``. With ``priority``
     (prioritized replay's ``(alpha, epsilon)``), rows are drawn in proportion to their priority
     ``(|td_error| + epsilon) ** alpha``; a new row gets the largest priority given so far.
+    Priority writes wait in a queue and reach the tree in one ``set`` just before the next draw
+    (or checkpoint), in the order they were made.
     """
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int, device, dtype=torch.float32,
@@ -40,6 +42,7 @@ class ReplayBuffer:
                      for k, shape in row_shapes(obs_dim, act_dim, n_step).items()}
         self.tree = PriorityTree(capacity, device) if priority else None
         self.max_priority = torch.ones((), dtype=torch.float64, device=device)
+        self.pending = []  # (positions [k], priorities [k]) not yet in the tree
         self.added = 0
 
     @property
@@ -61,8 +64,8 @@ class ReplayBuffer:
         keep = min(n, self.capacity)
         self.write(self.added + n - keep, {k: v[n - keep:] for k, v in rows.items()})
         if self.tree is not None:
-            self.tree.set(self._positions(self.added + n - keep, self.added + n),
-                          self.max_priority.expand(keep))
+            self.pending.append((self._positions(self.added + n - keep, self.added + n),
+                                 self.max_priority.expand(keep)))
         self.added += n
 
     def write(self, start: int, rows: Rows) -> None:
@@ -93,6 +96,7 @@ class ReplayBuffer:
         if self.tree is None:
             idx = keys.randint(key, (batch_size,), self.size)
         else:
+            self._flush()
             idx, prob = self.tree.sample(key, batch_size)
             weight = importance_weights(prob, self.size, beta).to(self.data["reward"].dtype)
         rows = {k: x[idx] for k, x in self.data.items()}
@@ -107,18 +111,27 @@ class ReplayBuffer:
         """New priorities ``(|td_error| + epsilon) ** alpha`` of the rows at ``positions``."""
         alpha, epsilon = self.priority
         p = (td_error.detach().abs().to(torch.float64) + epsilon) ** alpha
-        self.tree.set(positions, p)
+        self.pending.append((positions, p))
         self.max_priority = torch.maximum(self.max_priority, p.max())
+
+    def _flush(self) -> None:
+        """Write the queued priorities to the tree, in order (one ``set``)."""
+        if self.pending:
+            positions, priorities = zip(*self.pending)
+            self.pending = []
+            self.tree.set(torch.cat(positions), torch.cat(priorities))
 
     def priority_state(self) -> dict:
         """What a checkpoint keeps of the priorities (empty without prioritized replay)."""
         if self.tree is None:
             return {}
+        self._flush()
         return {"priorities": self.tree.leaves.cpu().clone(),
                 "max_priority": self.max_priority.cpu()}
 
     def load_priority_state(self, saved: dict) -> None:
         """Restore ``priority_state()`` exactly (the tree is rebuilt from its leaves)."""
         if self.tree is not None:
+            self.pending = []
             self.tree.load(saved["priorities"].to(self.max_priority.device))
             self.max_priority = saved["max_priority"].to(self.max_priority.device)
