@@ -152,7 +152,6 @@ def test_config_file_and_flags(tmp_path):
     assert (tmp_path / "run" / "curve.png").stat().st_size > 0
 
 
-@pytest.mark.slow
 def test_pendulum_learns(tmp_path):
     settings = {**TINY, "hidden_sizes": (64, 64), "eval_episodes": 5, "batch_size": 256}
     cfg = funcsac.TrainConfig(env_id="Pendulum-v1", total_steps=6000, learning_starts=1000,
