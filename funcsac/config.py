@@ -69,6 +69,7 @@ class SACConfig:
     critic_factory: Optional[ModuleFactory] = None
     device: str = "cpu"
     dtype: torch.dtype = torch.float32
+    algorithm: str = "sac"  # the losses update trains with: a key of funcsac.update.ALGORITHMS
 
     def __post_init__(self):
         for name in ("hidden_sizes", "adam_betas"):
@@ -130,6 +131,9 @@ def validate_config(cfg: SACConfig) -> None:
     _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
+    from .update import ALGORITHMS  # noqa: E402  (update imports this module)
+    _require(cfg.algorithm in ALGORITHMS, "algorithm", f"must be one of {sorted(ALGORITHMS)}",
+             cfg.algorithm)
     _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
     _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",

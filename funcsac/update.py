@@ -9,7 +9,7 @@ parameters only (``Static.actor_trainable``, ``Static.critic_trainable``); buffe
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 import torch
 import torch.utils._pytree as pytree
@@ -84,8 +84,14 @@ class Losses:
     target: Callable = td_target
 
 
-def make_update(loss_fns: Losses = Losses(), with_aux: bool = False) -> Callable:
-    """An ``update(state, batch) -> (state, metrics)`` function built from the given losses; with
+# each ``SACConfig.algorithm`` and the losses it trains with; the modules of other algorithms
+# (imported by ``funcsac/__init__.py``) add theirs
+ALGORITHMS: Dict[str, Losses] = {"sac": Losses()}
+
+
+def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Callable:
+    """An ``update(state, batch) -> (state, metrics)`` function built from the given losses (by
+    default those of the state's ``config.algorithm``, ``ALGORITHMS``); with
     ``with_aux``, ``update(state, batch) -> (state, metrics, aux)`` where ``aux`` holds per-sample
     outputs: ``td_error [B]``, the mean over the critics of ``|Q_i(s, a) - target|`` before the
     step (prioritized replay's new priorities)."""
@@ -94,6 +100,7 @@ def make_update(loss_fns: Losses = Losses(), with_aux: bool = False) -> Callable
         """One SAC step on ``batch``; returns the new state, a dict of 0-d tensor metrics and,
         with ``with_aux``, a dict of per-sample tensors."""
         cfg, static, hp = state.config, state.static, state.hparams
+        fns = loss_fns if loss_fns is not None else ALGORITHMS[cfg.algorithm]
         check_state(state)
         check_batch_structure(batch, cfg)
         if state.norm:
@@ -103,19 +110,19 @@ def make_update(loss_fns: Losses = Losses(), with_aux: bool = False) -> Callable
         key, k_target, k_critic, k_actor = keys.split(state.key, 4)
         alpha = torch.exp(state.log_alpha)
 
-        target_q = loss_fns.target(state, batch, k_target)
+        target_q = fns.target(state, batch, k_target)
         critic, critic_opt, c_norm, (c_loss, q) = _train(
-            loss_fns.critic, state.critic, static.critic_trainable, state.critic_opt,
+            fns.critic, state.critic, static.critic_trainable, state.critic_opt,
             hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic, batch.weight)
         names = static.critic_trainable
         target_critic = {**state.target_critic,
                          **soft_update(trainable(state.target_critic, names), critic, hp.tau)}
 
         actor, actor_opt, a_norm, (a_loss, log_prob) = _train(
-            loss_fns.actor, state.actor, static.actor_trainable, state.actor_opt, hp.actor_lr,
+            fns.actor, state.actor, static.actor_trainable, state.actor_opt, hp.actor_lr,
             cfg, critic, static, batch.obs, alpha, k_actor)
 
-        t_grad, (t_loss, _) = torch.func.grad_and_value(loss_fns.temperature, has_aux=True)(
+        t_grad, (t_loss, _) = torch.func.grad_and_value(fns.temperature, has_aux=True)(
             state.log_alpha, log_prob.detach(), hp.target_entropy)
         log_alpha, alpha_opt = state.log_alpha, state.alpha_opt
         if cfg.learn_alpha:

@@ -28,7 +28,7 @@ OUT_OF_RANGE = {
     "adam_betas": (0.9, 1.0), "adam_eps": -1.0, "log_std_min": 3.0, "log_std_max": -6.0,
     "actor_q_reduction": "max", "critic_dropout": 1.0, "weight_decay_on": "biases",
     "wandb_project": "team/project", "wandb_mode": "cloud", "n_step": 0, "priority_alpha": -0.1,
-    "priority_beta": 1.5, "priority_epsilon": 0.0, "offline_ratio": 1.0,
+    "priority_beta": 1.5, "priority_epsilon": 0.0, "offline_ratio": 1.0, "algorithm": "ppo",
     "offline_data": "data\0.npz",  # a missing file is refused when the run starts (test_offline)
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
