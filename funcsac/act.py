@@ -5,18 +5,19 @@ from typing import Optional
 
 import torch
 
-from .networks import apply_actor
+from . import keys
 from .normalize import normalize_obs
-from .policy import gaussian_pre_tanh
+from .policy import POLICIES
 from .state import SACState
 
 
 def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
         key: Optional[torch.Tensor] = None, noise: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Actions in [-1, 1] for ``obs [B, obs_dim]`` (or ``[obs_dim]``, normalised by the state's
-    statistics when it keeps them): ``tanh(mean)`` when
-    ``deterministic``, else a sample ``tanh(mean + std * noise)``, its standard normal ``noise``
-    given (shaped ``[B, act_dim]`` like the actions) or drawn with ``key``."""
+    """Actions for ``obs [B, obs_dim]`` (or ``[obs_dim]``, normalised by the state's statistics
+    when it keeps them), by the config's policy family: in [-1, 1], ``tanh(mean)`` when
+    ``deterministic``, else a sample ``tanh(mean + std * noise)``; for a categorical policy the
+    action index ``[B, 1]`` (float), the most likely one or a Gumbel-max sample. The standard
+    normal ``noise [B, act_dim]`` is given or drawn with ``key``."""
     cfg = state.config
     device = torch.device(cfg.device)
     if obs.shape[-1:] != (cfg.obs_dim,) or obs.dim() not in (1, 2):
@@ -28,7 +29,7 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
         raise ValueError(f"obs: expected device {cfg.device}, got {obs.device}")
     if not deterministic and key is None and noise is None:
         raise ValueError("act: a stochastic action needs a key (funcsac.keys.split(...)) or noise")
-    expected = obs.shape[:-1] + (cfg.act_dim,)
+    expected = obs.shape[:-1] + (cfg.act_dim,)  # the noise's shape
     if noise is not None and (noise.shape != expected or noise.dtype != cfg.dtype
                               or noise.device.type != device.type):
         raise ValueError(f"act: noise must be {cfg.dtype} of shape {list(expected)} on "
@@ -40,7 +41,8 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     obs = obs.unsqueeze(0) if single else obs
     noise = noise.unsqueeze(0) if single and noise is not None else noise
     obs = normalize_obs(state.norm, obs)
-    mean, log_std = apply_actor(state.static.actor, state.actor, obs, cfg.log_std_min,
-                                cfg.log_std_max)
-    action = torch.tanh(mean if deterministic else gaussian_pre_tanh(mean, log_std, key, noise))
+    if not deterministic and noise is None:
+        noise = keys.normal(key, obs.shape[:-1] + (cfg.act_dim,), obs.dtype)
+    action = POLICIES[cfg.policy].act(state.static, state.actor, obs,
+                                      None if deterministic else noise)
     return action.squeeze(0) if single else action

@@ -6,6 +6,7 @@ from typing import NamedTuple
 import torch
 
 from .config import SACConfig
+from .policy import POLICIES
 
 
 class _BatchFields(NamedTuple):
@@ -19,7 +20,8 @@ class _BatchFields(NamedTuple):
 
 
 class Batch(_BatchFields):
-    """Transitions: ``obs [B, obs_dim]``, ``action [B, act_dim]`` in [-1, 1], ``reward [B]``,
+    """Transitions: ``obs [B, obs_dim]``, ``action [B, act_dim]`` in [-1, 1] (a categorical
+    policy's: ``[B, 1]``, the action indices), ``reward [B]``,
     ``next_obs [B, obs_dim]``, ``terminated [B]`` (bool or float, 1 where the episode truly ended;
     a time-limit truncation is not a termination).
 
@@ -56,7 +58,8 @@ def check_batch_structure(batch, config: SACConfig) -> None:
         raise ValueError(f"expected a funcsac.Batch, got {type(batch).__name__}")
     obs = batch.obs
     b = obs.shape[0] if isinstance(obs, torch.Tensor) and obs.dim() else None
-    trailing = {"obs": (config.obs_dim,), "action": (config.act_dim,), "reward": (),
+    action = (POLICIES[config.policy].action_size(config.act_dim),)
+    trailing = {"obs": (config.obs_dim,), "action": action, "reward": (),
                 "next_obs": (config.obs_dim,), "terminated": (), "horizon": (), "weight": ()}
     device = torch.device(config.device)
     for field, dims in trailing.items():
@@ -82,8 +85,10 @@ def check_batch(batch, config: SACConfig) -> None:
         x = getattr(batch, field)
         if x.is_floating_point() and not bool(torch.isfinite(x).all()):
             _fail(field, "finite values", "NaN or inf")
-    if bool((batch.action.abs() > 1.0).any()):
-        _fail("action", "values in the policy's [-1, 1] space", "values outside it")
+    if not bool(POLICIES[config.policy].valid_actions(batch.action, config.act_dim)):
+        space = ("action indices in [0, act_dim)" if config.policy == "categorical"
+                 else "values in the policy's [-1, 1] space")
+        _fail("action", space, "values outside it")
     if bool((batch.horizon < 1).any()):
         _fail("horizon", "step counts >= 1", "values below 1")
     if bool((batch.weight < 0).any()):

@@ -24,7 +24,9 @@ class SACConfig:
 
     ``actor_factory(obs_dim, act_dim, hidden_sizes)`` must build a module mapping ``obs [B, obs_dim]``
     to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory`` one mapping the concatenation
-    ``[B, obs_dim + act_dim]`` to ``[B, 1]``. ``None`` means the default ReLU MLPs (the critic with
+    ``[B, obs_dim + act_dim]`` to ``[B, 1]``. With ``policy="categorical"`` (discrete SAC over
+    ``act_dim`` actions, ``funcsac.discrete``) the actor maps ``obs`` to ``[B, act_dim]`` logits
+    and the critic ``obs`` to the ``[B, act_dim]`` values of all actions. ``None`` means the default ReLU MLPs (the critic with
     ``critic_dropout`` and ``critic_layer_norm``); a custom critic may use
     ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
 
@@ -69,7 +71,8 @@ class SACConfig:
     critic_factory: Optional[ModuleFactory] = None
     device: str = "cpu"
     dtype: torch.dtype = torch.float32
-    algorithm: str = "sac"  # the losses update trains with: a key of funcsac.update.ALGORITHMS
+    algorithm: str = "sac"  # the losses update trains with (funcsac.update.losses_for)
+    policy: str = "tanh_gaussian"  # the policy family (funcsac.policy.POLICIES): or "categorical"
 
     def __post_init__(self):
         for name in ("hidden_sizes", "adam_betas"):
@@ -82,8 +85,10 @@ class SACConfig:
             raise ValueError(f"SACConfig.device must name a torch device, got {self.device!r}") from e
         if self.num_target_critics is None and _is_int(self.num_critics):
             object.__setattr__(self, "num_target_critics", min(2, self.num_critics))
-        if self.target_entropy is None and _is_int(self.act_dim):
-            object.__setattr__(self, "target_entropy", -float(self.act_dim))
+        from .policy import POLICIES  # noqa: E402  (policy imports modules importing this one)
+        if self.target_entropy is None and _is_int(self.act_dim) and self.policy in POLICIES:
+            object.__setattr__(self, "target_entropy",
+                               POLICIES[self.policy].default_target_entropy(self.act_dim))
         validate_config(self)
 
 
@@ -102,6 +107,12 @@ def _is_real(x) -> bool:
 
 def validate_config(cfg: SACConfig) -> None:
     """Raise ``ValueError`` naming the first invalid field of ``cfg``."""
+    from .update import ALGORITHMS_BY_POLICY  # noqa: E402  (update imports this module)
+    _require(isinstance(cfg.policy, str) and cfg.policy in ALGORITHMS_BY_POLICY, "policy",
+             f"must be one of {sorted(ALGORITHMS_BY_POLICY)}", cfg.policy)
+    algorithms = ALGORITHMS_BY_POLICY[cfg.policy]
+    _require(isinstance(cfg.algorithm, str) and cfg.algorithm in algorithms, "algorithm",
+             f"must be one of {sorted(algorithms)} for the {cfg.policy} policy", cfg.algorithm)
     for name in ("obs_dim", "act_dim", "num_critics", "policy_delay"):
         v = getattr(cfg, name)
         _require(_is_int(v) and v >= 1, name, "must be an integer >= 1", v)
@@ -131,9 +142,6 @@ def validate_config(cfg: SACConfig) -> None:
     _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
-    from .update import ALGORITHMS  # noqa: E402  (update imports this module)
-    _require(cfg.algorithm in ALGORITHMS, "algorithm", f"must be one of {sorted(ALGORITHMS)}",
-             cfg.algorithm)
     _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
     _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",

@@ -1,4 +1,5 @@
-"""The tanh-squashed Gaussian policy: sampling and log-probabilities."""
+"""Policy families: the interface each implements (``PolicyFamily``) and the tanh-squashed
+Gaussian's sampling and log-probabilities."""
 from __future__ import annotations
 
 import math
@@ -6,8 +7,10 @@ from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from . import keys
+from .networks import apply_actor, default_critic
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -39,3 +42,77 @@ def tanh_gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
     """Reparameterised sample: ``(action [B, act] in (-1, 1), log_prob [B])``, noise from ``key``."""
     pre_tanh = gaussian_pre_tanh(mean, log_std, key)
     return torch.tanh(pre_tanh), tanh_gaussian_log_prob(mean, log_std, pre_tanh)
+
+
+class PolicyFamily:
+    """The interface of a policy family, all that ``init_state``, ``act``, batch checks and the
+    driver use of one; the losses that train it are ``funcsac.update.losses_for``'s.
+
+    Sizes: ``act_dim`` is the action dimension of a continuous family and the number of actions
+    of a discrete one. ``noise`` is standard normal ``[B, act_dim]``, from which a family draws
+    its stochastic and uniformly random actions, so that a driver holds one kind of noise. To add
+    a family: subclass this, add an instance to ``POLICIES`` (``SACConfig.policy`` names it) and
+    losses for it to ``funcsac.update.ALGORITHMS_BY_POLICY``.
+    """
+
+    def head_size(self, act_dim: int) -> int:
+        """The width of the actor network's output."""
+        raise NotImplementedError
+
+    def action_size(self, act_dim: int) -> int:
+        """The width of an action in a ``Batch`` (``action [B, action_size]``)."""
+        raise NotImplementedError
+
+    def default_target_entropy(self, act_dim: int) -> float:
+        """The target entropy when ``SACConfig.target_entropy`` is None (nats)."""
+        raise NotImplementedError
+
+    def default_critic(self, obs_dim: int, act_dim: int, hidden_sizes, **options) -> nn.Module:
+        """The default critic module (``options``: ``layer_norm``, ``dropout``)."""
+        raise NotImplementedError
+
+    def act(self, static, actor, obs: torch.Tensor,
+            noise: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Actions ``[B, action_size]`` for ``obs [B, obs_dim]``: the deterministic one when
+        ``noise`` is None, else a sample drawn with ``noise``."""
+        raise NotImplementedError
+
+    def random_action(self, noise: torch.Tensor) -> torch.Tensor:
+        """Uniformly random actions ``[B, action_size]`` drawn with ``noise [B, act_dim]``."""
+        raise NotImplementedError
+
+    def valid_actions(self, action: torch.Tensor, act_dim: int) -> torch.Tensor:
+        """Whether every action of ``action [B, action_size]`` lies in the policy's action space
+        (a 0-d bool tensor)."""
+        raise NotImplementedError
+
+
+class TanhGaussian(PolicyFamily):
+    """Continuous actions in ``[-1, 1]^act_dim``: ``tanh`` of a Gaussian whose mean and raw
+    log-std the actor outputs (``[B, 2 * act_dim]``)."""
+
+    def head_size(self, act_dim):
+        return 2 * act_dim
+
+    def action_size(self, act_dim):
+        return act_dim
+
+    def default_target_entropy(self, act_dim):
+        return -float(act_dim)
+
+    def default_critic(self, obs_dim, act_dim, hidden_sizes, **options):
+        return default_critic(obs_dim, act_dim, hidden_sizes, **options)
+
+    def act(self, static, actor, obs, noise=None):
+        cfg = static.config
+        mean, log_std = apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max)
+        return torch.tanh(mean if noise is None else gaussian_pre_tanh(mean, log_std, None, noise))
+
+    def random_action(self, noise):
+        return torch.special.ndtr(noise) * 2 - 1  # 2 Phi(z) - 1: uniform in [-1, 1]
+
+    def valid_actions(self, action, act_dim):
+        return (action.abs() <= 1.0).all()
+
+
+POLICIES = {"tanh_gaussian": TanhGaussian()}  # SACConfig.policy -> its family

@@ -14,10 +14,10 @@ from torch import nn
 
 from . import keys
 from .config import SACConfig
-from .networks import (Params, cast_params, decay_mask, default_actor, default_critic,
-                       module_params, stack_params)
+from .networks import Params, cast_params, decay_mask, mlp, module_params, stack_params
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
+from .policy import POLICIES
 
 
 class HParams(NamedTuple):
@@ -107,11 +107,14 @@ _INIT_LOCK = threading.Lock()  # init_state seeds the process-wide torch RNG
 
 
 def _build(config: SACConfig, num_critics: int):
-    """An actor module and a list of ``num_critics`` critic modules from the config's factories."""
+    """An actor module and a list of ``num_critics`` critic modules from the config's factories
+    (by default, those of its policy family)."""
+    family = POLICIES[config.policy]
     sizes = (config.obs_dim, config.act_dim, config.hidden_sizes)
-    actor = (config.actor_factory or default_actor)(*sizes)
+    actor = (config.actor_factory(*sizes) if config.actor_factory
+             else mlp(config.obs_dim, family.head_size(config.act_dim), config.hidden_sizes))
     critic_factory = config.critic_factory or functools.partial(
-        default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout)
+        family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout)
     return actor, [critic_factory(*sizes) for _ in range(num_critics)]
 
 

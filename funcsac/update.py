@@ -84,14 +84,20 @@ class Losses:
     target: Callable = td_target
 
 
-# each ``SACConfig.algorithm`` and the losses it trains with; the modules of other algorithms
-# (imported by ``funcsac/__init__.py``) add theirs
+# each ``SACConfig.algorithm`` and the losses it trains the tanh-Gaussian policy with; the
+# modules of other algorithms and policy families (imported by ``funcsac/__init__.py``) add theirs
 ALGORITHMS: Dict[str, Losses] = {"sac": Losses()}
+ALGORITHMS_BY_POLICY: Dict[str, Dict[str, Losses]] = {"tanh_gaussian": ALGORITHMS}
+
+
+def losses_for(config) -> Losses:
+    """The losses of ``config.algorithm`` for ``config.policy``."""
+    return ALGORITHMS_BY_POLICY[config.policy][config.algorithm]
 
 
 def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Callable:
     """An ``update(state, batch) -> (state, metrics)`` function built from the given losses (by
-    default those of the state's ``config.algorithm``, ``ALGORITHMS``); with
+    default those of the state's ``config.algorithm`` and ``config.policy``, ``losses_for``); with
     ``with_aux``, ``update(state, batch) -> (state, metrics, aux)`` where ``aux`` holds per-sample
     outputs: ``td_error [B]``, the mean over the critics of ``|Q_i(s, a) - target|`` before the
     step (prioritized replay's new priorities)."""
@@ -100,7 +106,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         """One SAC step on ``batch``; returns the new state, a dict of 0-d tensor metrics and,
         with ``with_aux``, a dict of per-sample tensors."""
         cfg, static, hp = state.config, state.static, state.hparams
-        fns = loss_fns if loss_fns is not None else ALGORITHMS[cfg.algorithm]
+        fns = loss_fns if loss_fns is not None else losses_for(cfg)
         check_state(state)
         check_batch_structure(batch, cfg)
         if state.norm:

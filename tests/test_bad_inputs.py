@@ -83,7 +83,7 @@ def test_flag_of_the_wrong_type_exits_2(tmp_path, capsys):
 
 @pytest.mark.parametrize("env_id,message", [
     ("NoSuchEnv-v9", "cannot create environment 'NoSuchEnv-v9'"),
-    ("CartPole-v1", "unsupported action space Discrete"),
+    ("funcsac-test/MultiDiscreteAction-v0", "unsupported action space MultiDiscrete"),
     ("funcsac-test/DictObs-v0", "unsupported observation space Dict"),
     ("funcsac-test/TupleAction-v0", "unsupported action space Tuple"),
     ("funcsac-test/UnboundedAction-v0", "has infinite bounds"),

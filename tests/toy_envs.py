@@ -51,6 +51,8 @@ gym.register("funcsac-test/DictObs-v0", entry_point=SpaceEnv, kwargs=dict(
     observation_space=gym.spaces.Dict({"a": _BOX}), action_space=_BOX))
 gym.register("funcsac-test/TupleAction-v0", entry_point=SpaceEnv, kwargs=dict(
     observation_space=_BOX, action_space=gym.spaces.Tuple((_BOX, _BOX))))
+gym.register("funcsac-test/MultiDiscreteAction-v0", entry_point=SpaceEnv, kwargs=dict(
+    observation_space=_BOX, action_space=gym.spaces.MultiDiscrete([2, 3])))
 gym.register("funcsac-test/UnboundedAction-v0", entry_point=SpaceEnv, kwargs=dict(
     observation_space=_BOX, action_space=gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)))
 gym.register("funcsac-test/NaNObs-v0", entry_point=SpaceEnv, kwargs=dict(

@@ -34,6 +34,9 @@ def collect(run_dir: Union[str, Path], steps: int, out: Union[str, Path], noise:
         raise ValueError(f"agent index {agent_index} out of range: the run has {len(agent)} "
                          "agent(s)")
     agent = agent[agent_index]
+    if agent.spec.discrete:
+        raise ValueError("funcsac collect writes datasets of continuous actions; this run's "
+                         f"environment {agent.config.env_id} has discrete actions")
     env_id, state = agent.config.env_id, agent.state
     rows = {field: [] for field in Transitions._fields}
     returns, episode_return, key = [], 0.0, keys.make_key(seed)

@@ -13,7 +13,8 @@ from ..state import HParams
 from .agents import parse_sweep
 
 # SACConfig fields that come from the environment or are code, not settings
-_AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype"}
+_AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype",
+                   "policy"}
 AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
 
 # settings a resumed run may change: its length, logging, and the dynamic hyperparameters (whose
@@ -108,7 +109,7 @@ _HELP = {
     "alpha_lr": "temperature learning rate",
     "init_alpha": "initial entropy temperature",
     "learn_alpha": "tune the temperature towards the target entropy",
-    "target_entropy": "target entropy (none: -act_dim)",
+    "target_entropy": "target entropy (none: -act_dim; discrete actions: 0.89 log n)",
     "policy_delay": "gradient steps between actor and temperature updates",
     "max_grad_norm": "clip each network's gradient to this global norm (none: no clipping)",
     "weight_decay": "decoupled (AdamW) weight decay",
@@ -183,10 +184,11 @@ class _TrainConfigMethods:
             raise ValueError(f"TrainConfig.batch_size ({self.batch_size}) must not exceed "
                              f"buffer_size ({self.buffer_size})")
 
-    def sac_config(self, obs_dim: int, act_dim: int) -> SACConfig:
-        """The agent's SACConfig for an environment's observation and action sizes."""
+    def sac_config(self, obs_dim: int, act_dim: int, policy: str = "tanh_gaussian") -> SACConfig:
+        """The agent's SACConfig for an environment's observation and action sizes and the
+        policy family its action space needs (``EnvSpec.policy``)."""
         fields = {f.name: getattr(self, f.name) for f in AGENT_FIELDS}
-        return SACConfig(obs_dim=obs_dim, act_dim=act_dim, device=self.device,
+        return SACConfig(obs_dim=obs_dim, act_dim=act_dim, policy=policy, device=self.device,
                          dtype=getattr(torch, self.dtype), **fields)
 
     def to_dict(self) -> dict:

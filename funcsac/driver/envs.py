@@ -14,33 +14,53 @@ AutoresetMode = gym.vector.AutoresetMode
 
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
-    """What the agent needs to know of an environment: sizes and the action bounds."""
+    """What the agent needs to know of an environment: sizes and the action bounds. A discrete
+    action space of ``act_dim`` actions has ``low == high - act_dim + 1 == [start]``."""
 
     obs_dim: int
     act_dim: int
     low: np.ndarray
     high: np.ndarray
     action_dtype: str = "float32"
+    discrete: bool = False
+
+    @property
+    def policy(self) -> str:
+        """The policy family its actions need (``SACConfig.policy``)."""
+        return "categorical" if self.discrete else "tanh_gaussian"
+
+    @property
+    def action_size(self) -> int:
+        """The width of a stored action: ``act_dim``, or 1 (the index) for discrete actions."""
+        return 1 if self.discrete else self.act_dim
 
     def to_dict(self) -> dict:
         """Plain values (JSON-serialisable), as checkpoints keep them."""
         return {"obs_dim": self.obs_dim, "act_dim": self.act_dim, "low": self.low.tolist(),
-                "high": self.high.tolist(), "action_dtype": self.action_dtype}
+                "high": self.high.tolist(), "action_dtype": self.action_dtype,
+                "discrete": self.discrete}
 
     @classmethod
     def from_dict(cls, values: dict) -> "EnvSpec":
         return cls(int(values["obs_dim"]), int(values["act_dim"]),
                    np.asarray(values["low"], np.float64), np.asarray(values["high"], np.float64),
-                   str(values["action_dtype"]))
+                   str(values["action_dtype"]), bool(values.get("discrete", False)))
 
 
 def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
-    """Raise ``ValueError`` unless actions are a bounded 1-D Box and observations a 1-D Box."""
-    supported = ("funcsac supports continuous control: a 1-D Box action space with finite bounds "
-                 "and a 1-D Box observation space")
-    if not isinstance(act_space, gym.spaces.Box) or len(act_space.shape) != 1:
+    """Raise ``ValueError`` unless actions are a bounded 1-D Box or a Discrete space and
+    observations a 1-D Box."""
+    supported = ("funcsac supports a 1-D Box action space with finite bounds (SAC) or a "
+                 "Discrete one (discrete SAC), and a 1-D Box observation space")
+    if isinstance(act_space, gym.spaces.Discrete) and isinstance(obs_space, gym.spaces.Box) \
+            and len(obs_space.shape) == 1:
+        start = np.array([float(act_space.start)])
+        return EnvSpec(obs_space.shape[0], int(act_space.n), start, start + int(act_space.n) - 1,
+                       "int64", discrete=True)
+    if not isinstance(act_space, (gym.spaces.Box, gym.spaces.Discrete)) \
+            or len(act_space.shape or (1,)) != 1:
         raise ValueError(f"{env_id}: unsupported action space {act_space}. {supported}.")
-    if not (np.all(np.isfinite(act_space.low)) and np.all(np.isfinite(act_space.high))):
+    if isinstance(act_space, gym.spaces.Box) and not (np.all(np.isfinite(act_space.low)) and np.all(np.isfinite(act_space.high))):
         raise ValueError(f"{env_id}: action space {act_space} has infinite bounds. {supported}.")
     if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
         raise ValueError(f"{env_id}: unsupported observation space {obs_space}. {supported} "
@@ -88,7 +108,11 @@ def env_spec(envs) -> EnvSpec:
 
 def scale_action(action, spec: EnvSpec):
     """Policy actions in [-1, 1] to the environment's bounds ``[low, high]``: a numpy array in
-    the action space's dtype, or a tensor (of the action's dtype and device) for a tensor."""
+    the action space's dtype, or a tensor (of the action's dtype and device) for a tensor. A
+    discrete action index ``[..., 1]`` becomes the space's action ``start + index``, ``[...]``."""
+    if spec.discrete:
+        index = action[..., 0] + spec.low[0]
+        return index.long() if isinstance(action, torch.Tensor) else index.astype(np.int64)
     if isinstance(action, torch.Tensor):
         low, high = (torch.as_tensor(b, dtype=action.dtype, device=action.device)
                      for b in (spec.low, spec.high))

@@ -12,6 +12,7 @@ from torch import nn
 
 from ..config import SACConfig
 from ..networks import apply_actor
+from ..discrete import apply_logits
 from ..normalize import RunningStats, normalize_obs
 from .atomic import write_atomically
 from .envs import EnvSpec, scale_action
@@ -21,7 +22,7 @@ FORMATS = ("torch-export", "onnx")
 
 class Policy(nn.Module):
     """One agent's deterministic policy: ``obs [B, obs_dim]`` (float32) -> action ``[B, act_dim]``
-    in the environment's bounds and the action space's dtype. The actor's tensors are buffers in
+    in the environment's bounds and the action space's dtype (discrete actions: ``[B]``). The actor's tensors are buffers in
     the agent's dtype, which the computation uses."""
 
     def __init__(self, template: nn.Module, params: dict, config: SACConfig, spec: EnvSpec,
@@ -45,8 +46,12 @@ class Policy(nn.Module):
         obs = _as_dtype(obs, self.dtype)
         if self.normalize:
             obs = normalize_obs({"obs": RunningStats(None, self.obs_mean, self.obs_var)}, obs)
-        mean, _ = apply_actor(self.template, params, obs, self.log_std_min, self.log_std_max)
-        return _as_dtype(scale_action(torch.tanh(mean), self.spec), self.action_dtype)
+        if self.spec.discrete:  # the most likely action
+            action = apply_logits(self.template, params, obs).argmax(-1, keepdim=True)
+        else:
+            mean, _ = apply_actor(self.template, params, obs, self.log_std_min, self.log_std_max)
+            action = torch.tanh(mean)
+        return _as_dtype(scale_action(action, self.spec), self.action_dtype)
 
 
 def _as_dtype(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

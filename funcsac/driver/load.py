@@ -84,7 +84,7 @@ def load(run_dir: Union[str, Path], device: str = "cpu") -> Agent:
         raise CheckpointError(f"{run_dir / CHECKPOINT} holds no valid run configuration "
                               f"({e})") from e
     spec = _saved_spec(payload, config)
-    sac_config = config.sac_config(spec.obs_dim, spec.act_dim)
+    sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
     specs = agent_specs(config.seed, config.num_seeds, config.sweep)
     template = stack([init_state(sac_config, seed=0) for _ in specs])
     state = restore_state(template, payload["agent"])

@@ -24,6 +24,7 @@ from .. import keys
 from ..act import act
 from ..batch import Batch
 from ..normalize import observe
+from ..policy import POLICIES
 from ..state import HParams, SACState, init_state
 from ..stored_compile import compile_stored
 from ..update import METRIC_NAMES, update, update_with_aux
@@ -189,12 +190,16 @@ class Run:
         config, A, n = self.config, len(self.agents), self.config.num_envs
         self.spec = env_spec(self.envs)
         self.mode = autoreset_mode(self.envs)
-        self.sac_config = config.sac_config(self.spec.obs_dim, self.spec.act_dim)
+        self.sac_config = config.sac_config(self.spec.obs_dim, self.spec.act_dim, self.spec.policy)
+        self.family = POLICIES[self.spec.policy]
         self.device = torch.device(self.sac_config.device)
         # offline data (RLPD): one buffer of the dataset's rows that every agent samples from;
         # read again on resume, not checkpointed. Read first, so a bad dataset fails the run
         # before anything is written.
         self.offline = None
+        if config.offline_data and self.spec.discrete:
+            raise ValueError("--offline-data supports continuous (Box) action spaces only; "
+                             f"{config.env_id} has discrete actions")
         if config.offline_data:
             self.offline = dataset_buffer(config.offline_data, self.spec, self.device,
                                           self.sac_config.dtype, config.n_step)
@@ -202,11 +207,11 @@ class Run:
                             for a, s in zip(self.agents, self.seeds)])
         priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
                     else None)
-        self.buffers = [ReplayBuffer(config.buffer_size, self.spec.obs_dim, self.spec.act_dim,
+        self.buffers = [ReplayBuffer(config.buffer_size, self.spec.obs_dim, self.spec.action_size,
                                      self.device, self.sac_config.dtype, config.n_step, priority)
                         for _ in self.agents]
         self.buffer_manifests = [{} for _ in self.agents]
-        self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.act_dim)
+        self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.action_size)
                       if config.n_step > 1 else None)
         if payload is None:
             self.progress = self._start()
@@ -262,7 +267,8 @@ class Run:
     def _retune(self, state: SACState, saved: dict) -> SACState:
         """``state`` with the dynamic hyperparameters whose configured value differs from the
         checkpoint's config set to the new value (for every agent; a sweep's own values stay)."""
-        old = TrainConfig.from_dict(saved).sac_config(self.spec.obs_dim, self.spec.act_dim)
+        old = TrainConfig.from_dict(saved).sac_config(self.spec.obs_dim, self.spec.act_dim,
+                                                      self.spec.policy)
         swept, _ = parse_sweep(self.config.sweep)
         changed = {k: getattr(self.sac_config, k) for k in HParams._fields
                    if k != swept and getattr(old, k) != getattr(self.sac_config, k)}
@@ -319,8 +325,8 @@ class Run:
         A, n = len(self.agents), cfg.num_envs
         with self.timings.phase("collect"):
             z = self._exploration_noise()  # [A, n, act_dim]
-            if p.env_step < cfg.learning_starts:  # uniform in [-1, 1]: 2 Phi(z) - 1
-                action = torch.special.ndtr(z) * 2 - 1
+            if p.env_step < cfg.learning_starts:  # uniformly random actions
+                action = self.family.random_action(z)
             else:
                 with torch.no_grad():
                     obs_t = torch.as_tensor(p.obs, dtype=self.sac_config.dtype,
@@ -328,7 +334,7 @@ class Run:
                     z = z.to(self.sac_config.dtype)
                     action = self.sample_fn(self.state, obs_t[0] if A == 1 else obs_t,
                                             z[0] if A == 1 else z)
-            action = action.reshape(A * n, spec.act_dim).cpu().numpy()
+            action = action.reshape(A * n, spec.action_size).cpu().numpy()
             next_obs, reward, terminated, truncated, infos = self.envs.step(
                 scale_action(action, spec))
             valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,

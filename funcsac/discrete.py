@@ -1,0 +1,127 @@
+"""Discrete SAC (SAC-Discrete, Christodoulou 2019): a categorical policy over ``n`` actions and
+critics that output the values of all ``n`` actions, so the target, the actor loss and the entropy
+are exact expectations over actions rather than samples.
+
+Shapes: ``B`` batch rows, ``N`` critics, ``n`` actions (``SACConfig.act_dim``); a ``Batch``
+holds each action as its index, ``action [B, 1]`` (float).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+
+from . import keys
+from .batch import Batch
+from .networks import Params, _forward, mlp, with_dropout_keys, dropout_key_names
+from .policy import POLICIES, PolicyFamily
+from .state import SACState, Static
+from .update import ALGORITHMS_BY_POLICY, Losses
+
+
+def apply_logits(template: nn.Module, params: Params, obs: torch.Tensor) -> torch.Tensor:
+    """The policy's log-probabilities of every action, ``obs [B, obs_dim] -> [B, n]``."""
+    return torch.log_softmax(_forward(template, params, obs), dim=-1)
+
+
+def apply_q_values(template: nn.Module, params: Params, obs: torch.Tensor,
+                   key: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """The ensemble's values of every action: stacked params ``[N, ...]``, ``obs [B, obs_dim]``
+    -> ``Q [N, B, n]``; with a ``key`` each critic draws its own dropout masks."""
+    names = dropout_key_names(template)
+
+    def one(p, k):
+        return _forward(template, with_dropout_keys(p, names, k), obs)
+
+    n = next(iter(params.values())).shape[0]
+    if key is None:
+        return torch.func.vmap(lambda p: one(p, None))(params)
+    return torch.func.vmap(one)(params, keys.split(key, n))
+
+
+def gumbel(noise: torch.Tensor) -> torch.Tensor:
+    """Standard Gumbel numbers from standard normal ``noise`` (through its uniform CDF)."""
+    u = torch.special.ndtr(noise).clamp(1e-12, 1.0 - 1e-7)
+    return -torch.log(-torch.log(u))
+
+
+class Categorical(PolicyFamily):
+    """``n`` discrete actions; the actor outputs their logits ``[B, n]``; an action is stored as
+    its index ``[B, 1]``. A sample is the Gumbel-max of the logits; the target entropy is
+    ``0.89 * log n`` (CleanRL's SAC-Discrete scale; Christodoulou used 0.98)."""
+
+    def head_size(self, act_dim):
+        return act_dim
+
+    def action_size(self, act_dim):
+        return 1
+
+    def default_target_entropy(self, act_dim):
+        return 0.89 * math.log(act_dim)
+
+    def default_critic(self, obs_dim, act_dim, hidden_sizes, layer_norm=False, dropout=0.0):
+        return mlp(obs_dim, act_dim, hidden_sizes, layer_norm=layer_norm, dropout=dropout)
+
+    def act(self, static, actor, obs, noise=None):
+        logits = _forward(static.actor, actor, obs)
+        if noise is not None:
+            logits = logits + gumbel(noise.to(logits.dtype))
+        return logits.argmax(-1, keepdim=True).to(obs.dtype)
+
+    def random_action(self, noise):
+        return gumbel(noise).argmax(-1, keepdim=True).to(noise.dtype)
+
+    def valid_actions(self, action, act_dim):
+        return ((action >= 0) & (action < act_dim) & (action == action.round())).all()
+
+
+POLICIES["categorical"] = Categorical()
+
+
+def _q_min(static: Static, critic: Params, obs: torch.Tensor, key, reduction: str = "min"):
+    q = apply_q_values(static.critic, critic, obs, key)  # [N, B, n]
+    return q.min(0).values if reduction == "min" else q.mean(0)
+
+
+def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
+    """``r + gamma^horizon * (1 - terminated) * sum_a pi(a|s') (min_M Q_target(s', a)
+    - alpha * log pi(a|s'))`` [B]; the min over a random ``num_target_critics`` of the targets."""
+    cfg, static = state.config, state.static
+    k_subset, k_dropout = keys.split(key, 2)
+    log_p = apply_logits(static.actor, state.actor, batch.next_obs)
+    target = state.target_critic
+    if cfg.num_target_critics < cfg.num_critics:
+        subset = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)
+        target = {k: v[subset] for k, v in target.items()}
+    q = _q_min(static, target, batch.next_obs, k_dropout)
+    soft_value = (log_p.exp() * (q - torch.exp(state.log_alpha) * log_p)).sum(-1)
+    not_done = 1.0 - batch.terminated.to(soft_value.dtype)
+    return batch.reward + state.hparams.gamma ** batch.horizon * not_done * soft_value
+
+
+def discrete_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
+                         target_q: torch.Tensor, key: torch.Tensor,
+                         weight: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``0.5 * mean_B weight * (Q_i(s, a) - target)^2`` summed over the critics, ``a`` the
+    batch's action indices ``[B, 1]``; returns ``(loss, Q [N, B])``."""
+    q_all = apply_q_values(static.critic, critic, obs, key)  # [N, B, n]
+    index = action.long().expand(q_all.shape[0], -1, -1)  # [N, B, 1]
+    q = q_all.gather(-1, index).squeeze(-1)
+    return 0.5 * (weight * (q - target_q).square()).mean(-1).sum(0), q
+
+
+def discrete_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
+                        alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``mean_B sum_a pi(a|s) (alpha * log pi(a|s) - Q(s, a))``, Q the min (or mean, per
+    ``config.actor_q_reduction``) over the critics; returns ``(loss, E_pi[log pi] [B])``, the
+    negative entropy, which the temperature loss takes in place of a sampled log-prob."""
+    log_p = apply_logits(static.actor, actor, obs)
+    q = _q_min(static, critic, obs, key, static.config.actor_q_reduction)
+    p = log_p.exp()
+    return (p * (alpha * log_p - q)).sum(-1).mean(), (p * log_p).sum(-1)
+
+
+ALGORITHMS_BY_POLICY["categorical"] = {
+    "sac": Losses(critic=discrete_critic_loss, actor=discrete_actor_loss, target=discrete_target)}

@@ -1,0 +1,227 @@
+"""Discrete SAC: the categorical policy family and its losses against an independent imperative
+implementation, compiled == eager, vmap == loop, and the driver on a Discrete action space."""
+import copy
+import math
+
+import numpy as np
+import optree
+import pytest
+import torch
+from torch import nn
+
+import funcsac
+from funcsac import keys
+from funcsac.driver.envs import check_spaces, scale_action
+from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
+
+N_ACTIONS = 3
+
+
+def discrete_config(**overrides):
+    kw = dict(obs_dim=4, act_dim=N_ACTIONS, hidden_sizes=(16, 16), policy="categorical")
+    kw.update(overrides)
+    return funcsac.SACConfig(**kw)
+
+
+def discrete_batch(cfg, batch_size=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    B, dt = batch_size, cfg.dtype
+    return funcsac.Batch(
+        obs=torch.randn(B, cfg.obs_dim, generator=g, dtype=dt),
+        action=torch.randint(0, cfg.act_dim, (B, 1), generator=g).to(dt),
+        reward=torch.randn(B, generator=g, dtype=dt),
+        next_obs=torch.randn(B, cfg.obs_dim, generator=g, dtype=dt),
+        terminated=torch.rand(B, generator=g) < 0.2)
+
+
+class ReferenceDiscreteSAC:
+    """SAC-Discrete written plainly: nn.Module networks, a Python loop over critics, sums over
+    actions spelled out, torch.autograd and torch.optim.Adam."""
+
+    def __init__(self, state):
+        cfg = self.cfg = state.config
+        net = lambda out: funcsac.mlp(cfg.obs_dim, out, cfg.hidden_sizes).to(cfg.dtype)  # noqa
+        self.actor = net(cfg.act_dim)
+        self.actor.load_state_dict(state.actor)
+        self.critics = []
+        for i in range(cfg.num_critics):
+            critic = net(cfg.act_dim)
+            critic.load_state_dict({k: v[i] for k, v in state.critic.items()})
+            self.critics.append(critic)
+        self.targets = [copy.deepcopy(c) for c in self.critics]
+        self.log_alpha = nn.Parameter(state.log_alpha.clone())
+        kw = dict(betas=cfg.adam_betas, eps=cfg.adam_eps)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr, **kw)
+        self.critic_opt = torch.optim.Adam([p for c in self.critics for p in c.parameters()],
+                                           lr=cfg.critic_lr, **kw)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr, **kw)
+
+    def step(self, b):
+        cfg, alpha = self.cfg, self.log_alpha.exp().detach()
+        B, n = len(b.reward), cfg.act_dim
+        with torch.no_grad():
+            probs = torch.softmax(self.actor(b.next_obs), -1)
+            q_next = [t(b.next_obs) for t in self.targets]
+            target = torch.empty(B, dtype=cfg.dtype)
+            for i in range(B):
+                value = sum(probs[i, a] * (min(q[i, a] for q in q_next)
+                                           - alpha * torch.log(probs[i, a])) for a in range(n))
+                target[i] = b.reward[i] + cfg.gamma * (1.0 - float(b.terminated[i])) * value
+        loss = 0.0
+        for c in self.critics:
+            q = c(b.obs)
+            taken = torch.stack([q[i, int(b.action[i, 0])] for i in range(B)])
+            loss = loss + 0.5 * ((taken - target) ** 2).mean()
+        self.critic_opt.zero_grad()
+        loss.backward()
+        self.critic_opt.step()
+        with torch.no_grad():
+            for c, t in zip(self.critics, self.targets):
+                for pc, pt in zip(c.parameters(), t.parameters()):
+                    pt.add_(cfg.tau * (pc - pt))
+        probs = torch.softmax(self.actor(b.obs), -1)
+        with torch.no_grad():
+            qs = [c(b.obs) for c in self.critics]
+            q_min = torch.stack([torch.stack([min(q[i, a] for q in qs) for a in range(n)])
+                                 for i in range(B)])
+        log_p = torch.log(probs)
+        actor_loss = (probs * (alpha * log_p - q_min)).sum(-1).mean()
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+        neg_entropy = (probs * log_p).sum(-1).detach()
+        alpha_loss = -self.log_alpha * (neg_entropy + cfg.target_entropy).mean()
+        self.alpha_opt.zero_grad()
+        alpha_loss.backward()
+        self.alpha_opt.step()
+        return {"critic_loss": loss.detach(), "actor_loss": actor_loss.detach(),
+                "entropy": -neg_entropy.mean(), "target_q_mean": target.mean()}
+
+
+def test_update_equals_an_independent_implementation_for_five_steps():
+    cfg = discrete_config(dtype=torch.float64, actor_lr=1e-2, critic_lr=1e-2, alpha_lr=1e-2)
+    state = funcsac.init_state(cfg, seed=3)
+    reference = ReferenceDiscreteSAC(state)
+    assert cfg.target_entropy == pytest.approx(0.89 * math.log(N_ACTIONS))
+    for step in range(5):
+        batch = discrete_batch(cfg, seed=step)
+        state, metrics = funcsac.update(state, batch)
+        expected = reference.step(batch)
+        for name, value in expected.items():
+            torch.testing.assert_close(metrics[name], value, rtol=1e-9, atol=1e-12)
+        torch.testing.assert_close(state.actor, reference.actor.state_dict(), rtol=1e-9,
+                                   atol=1e-12)
+        for i, (c, t) in enumerate(zip(reference.critics, reference.targets)):
+            torch.testing.assert_close({k: v[i] for k, v in state.critic.items()},
+                                       c.state_dict(), rtol=1e-9, atol=1e-12)
+            torch.testing.assert_close({k: v[i] for k, v in state.target_critic.items()},
+                                       t.state_dict(), rtol=1e-9, atol=1e-12)
+        torch.testing.assert_close(state.log_alpha, reference.log_alpha.detach(), rtol=1e-9,
+                                   atol=1e-12)
+
+
+def test_sampled_actions_follow_the_policy_and_random_ones_are_uniform():
+    cfg = discrete_config(dtype=torch.float64)
+    state = funcsac.init_state(cfg, seed=0)
+    obs = torch.randn(1, cfg.obs_dim, dtype=torch.float64).expand(60_000, -1)
+    probs = torch.softmax(funcsac.discrete.apply_logits(state.static.actor, state.actor,
+                                                        obs[:1]), -1)[0]
+    for sample, expected in (
+            (funcsac.act(state, obs, deterministic=False, key=keys.make_key(1)), probs),
+            (funcsac.discrete.Categorical().random_action(
+                keys.normal(keys.make_key(2), (60_000, N_ACTIONS), torch.float64)),
+             torch.full((N_ACTIONS,), 1.0 / N_ACTIONS, dtype=torch.float64))):
+        assert sample.shape == (60_000, 1) and sample.dtype == torch.float64
+        counts = torch.bincount(sample[:, 0].long(), minlength=N_ACTIONS).double()
+        chi2 = ((counts - 60_000 * expected) ** 2 / (60_000 * expected)).sum().item()
+        assert chi2 < 13.816  # chi-square critical value, 2 degrees of freedom, p = 0.001
+    assert torch.equal(funcsac.act(state, obs[:1]), probs.argmax().reshape(1, 1).double())
+
+
+def test_compiled_update_equals_eager_without_recompiles():
+    torch._dynamo.reset()
+    compiled = torch.compile(funcsac.update, fullgraph=True)
+    cfg = discrete_config(num_critics=3, num_target_critics=2, critic_dropout=0.1,
+                          critic_layer_norm=True)
+    eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for step in range(3):
+            batch = discrete_batch(cfg, seed=step)
+            eager_state, eager_metrics = funcsac.update(eager_state, batch)
+            compiled_state, compiled_metrics = compiled(compiled_state, batch)
+            optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5),
+                            (compiled_state, compiled_metrics), (eager_state, eager_metrics))
+
+
+def test_vmap_over_agents_equals_a_loop():
+    cfg = discrete_config(dtype=torch.float64, num_critics=3, num_target_critics=2)
+    states = [funcsac.init_state(cfg, seed=s) for s in range(3)]
+    batches = [discrete_batch(cfg, seed=10 + s) for s in range(3)]
+    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
+    together, metrics = torch.func.vmap(funcsac.update)(stack(states), stack(batches))
+    for i, (s, b) in enumerate(zip(states, batches)):
+        alone, alone_metrics = funcsac.update(s, b)
+        optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, rtol=1e-10, atol=1e-12),
+                        (together, metrics), (alone, alone_metrics))
+
+
+def test_bad_actions_and_settings_are_refused():
+    cfg = discrete_config()
+    batch = discrete_batch(cfg)
+    for bad in (3.0, -1.0, 0.5):
+        action = batch.action.clone()
+        action[0, 0] = bad
+        with pytest.raises(ValueError, match=r"action indices in \[0, act_dim\)"):
+            funcsac.check_batch(batch._replace(action=action), cfg)
+    with pytest.raises(ValueError, match=r"Batch.action: expected shape \[32, 1\]"):
+        funcsac.check_batch(batch._replace(action=batch.action.expand(-1, 3)), cfg)
+    with pytest.raises(ValueError, match="SACConfig.policy must be one of"):
+        discrete_config(policy="beta")
+    with pytest.raises(ValueError, match="for the categorical policy"):
+        discrete_config(algorithm="nonexistent")
+
+
+def test_spaces_and_action_conversion():
+    import gymnasium as gym
+    box = gym.spaces.Box(-1.0, 1.0, (4,))
+    spec = check_spaces("x", box, gym.spaces.Discrete(5, start=2))
+    assert spec.discrete and spec.act_dim == 5 and spec.action_size == 1
+    assert spec.policy == "categorical"
+    assert scale_action(np.array([[0.0], [4.0]]), spec).tolist() == [2, 6]
+    assert scale_action(torch.tensor([[1.0]]), spec).tolist() == [3]
+    with pytest.raises(ValueError, match="unsupported action space"):
+        check_spaces("x", box, gym.spaces.MultiDiscrete([2, 3]))
+
+
+CARTPOLE = dict(TINY, env_id="CartPole-v1", total_steps=600, learning_starts=200, eval_every=200,
+                checkpoint_every=200, seed=3)
+
+
+def test_cartpole_trains_resumes_exactly_loads_and_exports(tmp_path, monkeypatch):
+    cfg = funcsac.TrainConfig(**CARTPOLE)
+    first = funcsac.train(cfg, tmp_path / "a")
+    assert first.state.config.policy == "categorical"
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 600)
+    assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
+    assert_states_equal(resumed.state, first.state)
+    agent = funcsac.load(tmp_path / "a")
+    obs = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    actions = agent.act(obs)
+    assert actions.dtype == np.int64 and actions.shape == (5,) and set(actions) <= {0, 1}
+    from funcsac.driver.export import export_policy
+    export_policy(agent, tmp_path / "policy.pt2", "torch-export")
+    exported = torch.export.load(str(tmp_path / "policy.pt2")).module()
+    assert exported(torch.from_numpy(obs)).tolist() == actions.tolist()
+    with pytest.raises(ValueError, match="discrete actions"):
+        funcsac.train(funcsac.TrainConfig(**{**CARTPOLE, "offline_data": str(tmp_path / "d.npz")}),
+                      tmp_path / "c")
+
+
+@pytest.mark.slow
+def test_cartpole_reaches_500():
+    """Discrete SAC solves CartPole-v1 (an eval return of 500) within 10,000 env steps."""
+    cfg = funcsac.TrainConfig(env_id="CartPole-v1", total_steps=10_000, learning_starts=1000,
+                              eval_every=1000, eval_episodes=5, hidden_sizes=(64, 64), seed=1,
+                              progress=False)
+    result = funcsac.train(cfg, None)
+    assert max(e.return_mean for e in result.evals) >= 500, [e.return_mean for e in result.evals]
