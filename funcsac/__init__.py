@@ -1,6 +1,6 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
 from . import keys, presets
-from . import discrete  # noqa: F401  (registers the categorical policy and discrete SAC)
+from . import crossq, discrete  # noqa: F401  (register CrossQ, the categorical policy, discrete SAC)
 from .act import act
 from .batch import Batch, check_batch
 from .compile import compile_update

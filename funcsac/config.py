@@ -65,6 +65,7 @@ class SACConfig:
     actor_q_reduction: str = "min"  # "min" or "mean" over the critics in the actor loss
     critic_dropout: float = 0.0  # dropout rate in the default critic (DroQ: 0.01)
     critic_layer_norm: bool = False  # LayerNorm in the default critic (DroQ)
+    critic_batch_renorm: bool = False  # batch renormalisation in the default critic (CrossQ)
     normalize_obs: bool = False  # observations normalised by running statistics in the state
     scale_rewards: bool = False  # rewards divided by the running std of the discounted return
     actor_factory: Optional[ModuleFactory] = None
@@ -146,7 +147,7 @@ def validate_config(cfg: SACConfig) -> None:
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
     _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",
              "must be in [0, 1)", cfg.critic_dropout)
-    for name in ("critic_layer_norm", "normalize_obs", "scale_rewards"):
+    for name in ("critic_layer_norm", "critic_batch_renorm", "normalize_obs", "scale_rewards"):
         _require(isinstance(getattr(cfg, name), bool), name, "must be a bool", getattr(cfg, name))
     for name in ("actor_factory", "critic_factory"):
         v = getattr(cfg, name)

@@ -61,8 +61,8 @@ class Categorical(PolicyFamily):
     def default_target_entropy(self, act_dim):
         return 0.89 * math.log(act_dim)
 
-    def default_critic(self, obs_dim, act_dim, hidden_sizes, layer_norm=False, dropout=0.0):
-        return mlp(obs_dim, act_dim, hidden_sizes, layer_norm=layer_norm, dropout=dropout)
+    def default_critic(self, obs_dim, act_dim, hidden_sizes, **options):
+        return mlp(obs_dim, act_dim, hidden_sizes, **options)
 
     def act(self, static, actor, obs, noise=None):
         logits = _forward(static.actor, actor, obs)

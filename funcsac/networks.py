@@ -33,6 +33,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from . import keys
+from .batch_renorm import BatchRenorm, batch_renorm
 
 Params = Dict[str, torch.Tensor]
 
@@ -73,16 +74,19 @@ def with_dropout_keys(params: Params, names: tuple, key: Optional[torch.Tensor])
 
 
 def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU, layer_norm: bool = False,
-        dropout: float = 0.0) -> nn.Sequential:
-    """A multilayer perceptron; each hidden layer is Linear, then optionally KeyedDropout and
-    LayerNorm (DroQ's order), then the activation."""
-    layers, d = [], in_dim
+        dropout: float = 0.0, batch_renorm: bool = False) -> nn.Sequential:
+    """A multilayer perceptron; each hidden layer is Linear, then optionally KeyedDropout,
+    LayerNorm (DroQ's order) and BatchRenorm, then the activation; with ``batch_renorm`` the input
+    is batch-renormalised too (CrossQ's critic)."""
+    layers, d = [BatchRenorm(in_dim)] if batch_renorm else [], in_dim
     for h in hidden_sizes:
         layers.append(nn.Linear(d, h))
         if dropout > 0.0:
             layers.append(KeyedDropout(dropout))
         if layer_norm:
             layers.append(nn.LayerNorm(h))
+        if batch_renorm:
+            layers.append(BatchRenorm(h))
         layers.append(activation())
         d = h
     layers.append(nn.Linear(d, out_dim))
@@ -95,9 +99,11 @@ def default_actor(obs_dim: int, act_dim: int, hidden_sizes) -> nn.Module:
 
 
 def default_critic(obs_dim: int, act_dim: int, hidden_sizes, layer_norm: bool = False,
-                   dropout: float = 0.0) -> nn.Module:
-    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, 1]``, optionally with dropout and LayerNorm."""
-    return mlp(obs_dim + act_dim, 1, hidden_sizes, layer_norm=layer_norm, dropout=dropout)
+                   dropout: float = 0.0, batch_renorm: bool = False) -> nn.Module:
+    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, 1]``, optionally with dropout, LayerNorm and
+    batch renormalisation."""
+    return mlp(obs_dim + act_dim, 1, hidden_sizes, layer_norm=layer_norm, dropout=dropout,
+               batch_renorm=batch_renorm)
 
 
 def decay_mask(module: nn.Module, weight_decay_on: str) -> Dict[str, bool]:
@@ -145,13 +151,13 @@ def thread_template(template: nn.Module) -> nn.Module:
 
 # layers ``_run_plain`` applies itself; any other layer without parameters or buffers (ReLU,
 # Tanh, ...) is simply called
-_PLAIN_LAYERS = (nn.Linear, nn.LayerNorm, KeyedDropout)
+_PLAIN_LAYERS = (nn.Linear, nn.LayerNorm, KeyedDropout, BatchRenorm)
 _PLAIN: "weakref.WeakKeyDictionary[nn.Module, bool]" = weakref.WeakKeyDictionary()
 
 
 def _plain_structure(template: nn.Module) -> bool:
-    """Whether ``template`` is an ``nn.Sequential`` of Linear, LayerNorm and KeyedDropout layers
-    and of layers without parameters, buffers or children, none with hooks."""
+    """Whether ``template`` is an ``nn.Sequential`` of Linear, LayerNorm, KeyedDropout and
+    BatchRenorm layers and of layers without parameters, buffers or children, none with hooks."""
     def hooked(m: nn.Module) -> bool:
         return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
 
@@ -172,9 +178,12 @@ def _is_plain(template: nn.Module) -> bool:
     return _PLAIN[template]
 
 
-def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor) -> torch.Tensor:
+def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
+               stats: Optional[Params] = None) -> torch.Tensor:
     """What ``functional_call(template, params, (x,))`` computes for a plain ``Sequential``,
-    without swapping tensors into the module (the same operations, a fraction of the overhead)."""
+    without swapping tensors into the module (the same operations, a fraction of the overhead).
+    With a ``stats`` dict, BatchRenorm layers run in training mode and put their new running
+    statistics in it."""
     for name, layer in template.named_children():
         kind = type(layer)
         if kind is nn.Linear:
@@ -184,16 +193,26 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor) -> torc
                              params.get(f"{name}.bias"), layer.eps)
         elif kind is KeyedDropout:
             x = layer.drop(x, params.get(f"{name}.key"))
+        elif kind is BatchRenorm:
+            x, new = batch_renorm(layer, params, f"{name}.", x, train=stats is not None)
+            if new is not None:
+                stats.update(new)
         else:
             x = layer(x)
     return x
 
 
-def _forward(template: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:
+def _forward(template: nn.Module, params: Params, x: torch.Tensor,
+             stats: Optional[Params] = None) -> torch.Tensor:
     """``template`` applied to ``x`` with ``params``: directly for a plain ``Sequential``, else by
-    ``functional_call`` on this thread's copy, buffers copied first."""
+    ``functional_call`` on this thread's copy, buffers copied first. ``stats``: see
+    ``_run_plain`` (plain ``Sequential`` templates only)."""
     if _is_plain(template):
-        return _run_plain(template, params, x)
+        return _run_plain(template, params, x, stats)
+    if stats is not None:
+        raise ValueError("training-mode batch statistics need a critic that is an nn.Sequential "
+                         "of Linear, LayerNorm, KeyedDropout, BatchRenorm and parameter-free "
+                         f"layers, got {type(template).__name__}")
     module = thread_template(template)
     copies = {n: params[n].clone() for n, _ in module.named_buffers() if n in params}
     return functional_call(module, {**params, **copies}, (x,))
@@ -212,11 +231,13 @@ def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
 
 
 def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,
-                 key: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 key: Optional[torch.Tensor] = None,
+                 stats: Optional[Params] = None) -> torch.Tensor:
     """One critic: ``(obs [B, obs_dim], action [B, act]) -> Q [B]``; ``key`` draws the dropout
-    masks (None: no dropout)."""
+    masks (None: no dropout); with a ``stats`` dict, BatchRenorm layers normalise with the
+    batch's statistics and put their new running statistics in it."""
     params = with_dropout_keys(params, dropout_key_names(template), key)
-    return _forward(template, params, torch.cat([obs, action], dim=-1)).squeeze(-1)
+    return _forward(template, params, torch.cat([obs, action], dim=-1), stats).squeeze(-1)
 
 
 def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,
@@ -228,3 +249,17 @@ def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action
     n = next(iter(params.values())).shape[0]
     return torch.func.vmap(lambda p, k: apply_critic(template, p, obs, action, k))(
         params, keys.split(key, n))
+
+
+def apply_critics_training(template: nn.Module, params: Params, obs: torch.Tensor,
+                           action: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, Params]:
+    """The ensemble in training mode: ``(Q [N, B], new running statistics [N, ...])``, each
+    critic's BatchRenorm layers normalising with the batch's statistics (CrossQ); ``key`` draws
+    the dropout masks."""
+    def one(p, k):
+        stats = {}
+        q = apply_critic(template, p, obs, action, k, stats)
+        return q, {name: s.detach() for name, s in stats.items()}
+
+    n = next(iter(params.values())).shape[0]
+    return torch.func.vmap(one)(params, keys.split(key, n))

@@ -77,7 +77,7 @@ def adam_update(grads: Params, state: AdamState, params: Params, lr: torch.Tenso
     root_bc2 = torch.sqrt(1 - torch.exp(t * _log(b2)))
     mu, nu, new = {}, {}, {}
     for k, p in params.items():
-        g = grads[k]
+        g = grads[k].contiguous()  # a transposed gradient would make the moments transposed too
         mu[k] = _flush(torch.lerp(state.mu[k], g, 1 - b1))
         nu[k] = _flush(torch.lerp(state.nu[k], g * g, 1 - b2))
         if decays[k] and decoupled:

@@ -68,7 +68,8 @@ class PolicyFamily:
         raise NotImplementedError
 
     def default_critic(self, obs_dim: int, act_dim: int, hidden_sizes, **options) -> nn.Module:
-        """The default critic module (``options``: ``layer_norm``, ``dropout``)."""
+        """The default critic module (``options``: ``layer_norm``, ``dropout``,
+        ``batch_renorm``)."""
         raise NotImplementedError
 
     def act(self, static, actor, obs: torch.Tensor,

@@ -20,6 +20,12 @@ PRESETS = {
     "rlpd": {"num_critics": 10, "num_target_critics": 2, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "critic_lr": 3e-4,
              "alpha_lr": 3e-4, "offline_ratio": 0.5},
+    # CrossQ (Bhatt et al. 2024; sbx's CrossQ defaults): no target network, batch-renormalised
+    # critics evaluated on the current and next pairs in one pass, an actor step every 3 critic
+    # steps, learning rates 1e-3, Adam beta1 0.5. sbx's critics are 2048 wide; here they keep
+    # hidden_sizes (the actor's too), which fits 2 CPU cores.
+    "crossq": {"algorithm": "crossq", "critic_batch_renorm": True, "policy_delay": 3,
+               "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3, "adam_betas": (0.5, 0.999)},
 }
 
 

@@ -114,7 +114,8 @@ def _build(config: SACConfig, num_critics: int):
     actor = (config.actor_factory(*sizes) if config.actor_factory
              else mlp(config.obs_dim, family.head_size(config.act_dim), config.hidden_sizes))
     critic_factory = config.critic_factory or functools.partial(
-        family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout)
+        family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
+        batch_renorm=config.critic_batch_renorm)
     return actor, [critic_factory(*sizes) for _ in range(num_critics)]
 
 

@@ -75,7 +75,10 @@ class Losses:
 
     ``target(state, batch, key) -> [B]`` computes the critics' regression target (default
     ``td_target``); the losses have the signatures of their defaults in ``funcsac.losses`` and
-    return ``(loss, aux)``; the critic loss's aux is the critics' values ``Q [N, B]``.
+    return ``(loss, aux)``; the critic loss's aux is the critics' values ``Q [N, B]``, or a dict
+    ``{"q": Q [N, B], "target": [B], "buffers": {name: new value}}`` for a critic loss that
+    computes the target itself from what ``target`` passed it, or updates the critics' buffers
+    (CrossQ's joint forward and running statistics).
     """
 
     critic: Callable = losses.critic_loss
@@ -120,6 +123,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         critic, critic_opt, c_norm, (c_loss, q) = _train(
             fns.critic, state.critic, static.critic_trainable, state.critic_opt,
             hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic, batch.weight)
+        if isinstance(q, dict):  # a critic loss that computes the target or updates buffers
+            q, target_q, critic = q["q"], q["target"], {**critic, **q.get("buffers", {})}
         names = static.critic_trainable
         target_critic = {**state.target_critic,
                          **soft_update(trainable(state.target_critic, names), critic, hp.tau)}

@@ -123,6 +123,8 @@ _HELP = {
     "actor_q_reduction": "how the actor loss combines the critics: min or mean",
     "critic_dropout": "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)",
     "critic_layer_norm": "LayerNorm after each hidden layer of the critics (DroQ)",
+    "critic_batch_renorm": "batch renormalisation of the critics' input and hidden layers "
+                           "(CrossQ)",
     "normalize_obs": "normalise observations by their running mean and std (kept in the agent's "
                      "state and checkpoints, applied when acting, training and in exports)",
     "scale_rewards": "divide rewards by the running std of the discounted return (as SB3's "

@@ -1,0 +1,60 @@
+"""CrossQ (Bhatt et al. 2024): no target network; the critics see the current and the next
+state-action pairs in one joint forward pass, batch-renormalised together, and the target is
+built from that pass's values of the next pairs (without gradient).
+
+``algorithm="crossq"`` selects these losses; the ``crossq`` preset adds the critics' batch
+renormalisation (``critic_batch_renorm``), ``policy_delay`` 3 and Adam's beta1 0.5. The state's
+``target_critic`` is kept (every algorithm has one state structure) but unused.
+
+Shapes: ``B`` batch rows, ``N`` critics.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+import torch
+
+from . import keys
+from .batch import Batch
+from .networks import Params, apply_actor, apply_critics_training
+from .policy import tanh_gaussian_sample
+from .state import SACState, Static
+from .update import ALGORITHMS, Losses
+
+
+def crossq_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str, torch.Tensor]:
+    """What the critic loss needs to build the target in its joint pass: the next observations,
+    next actions ``a' ~ pi(.|s')`` and the target's other terms, ``reward [B]``, ``discount =
+    gamma^horizon * (1 - terminated) [B]`` and ``entropy = -alpha * log pi(a'|s') [B]``."""
+    cfg = state.config
+    mean, log_std = apply_actor(state.static.actor, state.actor, batch.next_obs,
+                                cfg.log_std_min, cfg.log_std_max)
+    next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, key)
+    not_done = 1.0 - batch.terminated.to(next_log_prob.dtype)
+    return {"next_obs": batch.next_obs, "next_action": next_action, "reward": batch.reward,
+            "discount": state.hparams.gamma ** batch.horizon * not_done,
+            "entropy": -torch.exp(state.log_alpha) * next_log_prob}
+
+
+def crossq_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
+                       target: Dict[str, torch.Tensor], key: torch.Tensor,
+                       weight: torch.Tensor) -> Tuple[torch.Tensor, dict]:
+    """``0.5 * mean_B weight * (Q_i(s, a) - y)^2`` summed over the critics, with
+    ``y = reward + discount * (min_M Q(s', a') + entropy)`` from the same joint pass over
+    ``[(s, a); (s', a')]`` (``[2B]`` rows, one set of batch statistics), ``y`` without gradient;
+    the min runs over a random ``num_target_critics`` of the critics. Returns ``(loss, {"q": Q
+    [N, B], "target": y [B], "buffers": the new running statistics})``."""
+    cfg, B = static.config, obs.shape[0]
+    k_pass, k_subset = keys.split(key, 2)
+    q_both, stats = apply_critics_training(
+        static.critic, critic, torch.cat([obs, target["next_obs"]]),
+        torch.cat([action, target["next_action"]]), k_pass)
+    q, q_next = q_both[:, :B], q_both[:, B:].detach()
+    if cfg.num_target_critics < cfg.num_critics:
+        q_next = q_next[keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)]
+    y = target["reward"] + target["discount"] * (q_next.min(0).values + target["entropy"])
+    loss = 0.5 * (weight * (q - y).square()).mean(-1).sum(0)
+    return loss, {"q": q, "target": y, "buffers": stats}
+
+
+ALGORITHMS["crossq"] = Losses(critic=crossq_critic_loss, target=crossq_target)

@@ -1,0 +1,192 @@
+"""CrossQ: batch renormalisation by hand, the joint-pass critic loss and its gradients against an
+independent implementation, running statistics as state, compiled == eager, vmap == loop, and
+the preset through the driver."""
+import numpy as np
+import optree
+import pytest
+import torch
+import torch.nn.functional as F
+
+import funcsac
+from funcsac.batch_renorm import BatchRenorm, batch_renorm
+from funcsac.crossq import crossq_critic_loss, crossq_target
+from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch
+
+CROSSQ = funcsac.presets.preset("crossq")
+
+
+def crossq_config(**overrides):
+    return funcsac.SACConfig(**{"obs_dim": 5, "act_dim": 2, "hidden_sizes": (16, 16), **CROSSQ,
+                                **overrides})
+
+
+def test_batch_renorm_by_hand():
+    layer = BatchRenorm(3, momentum=0.1, eps=1e-3, r_max=1.5, d_max=0.5, warmup_steps=2)
+    rng = np.random.default_rng(0)
+    x = rng.normal(2.0, 3.0, (8, 3))
+    params = {"weight": torch.tensor([1.0, 2.0, 0.5]), "bias": torch.tensor([0.0, 1.0, -1.0]),
+              "running_mean": torch.tensor([0.5, 1.0, 2.0]),
+              "running_var": torch.tensor([1.0, 4.0, 9.0]), "steps": torch.tensor(0.0)}
+    params = {k: v.double() for k, v in params.items()}
+    w, b = params["weight"].numpy(), params["bias"].numpy()
+    mu, var = x.mean(0), x.var(0)
+    run_mu, run_var = params["running_mean"].numpy(), params["running_var"].numpy()
+    for steps, warm in ((1.0, False), (2.0, True)):
+        y, new = batch_renorm(layer, {**params, "steps": torch.tensor(steps).double()}, "",
+                              torch.from_numpy(x), train=True)
+        std, run_std = np.sqrt(var + 1e-3), np.sqrt(run_var + 1e-3)
+        r = np.clip(std / run_std, 1 / 1.5, 1.5) if warm else 1.0
+        d = np.clip((mu - run_mu) / run_std, -0.5, 0.5) if warm else 0.0
+        np.testing.assert_allclose(y.numpy(), ((x - mu) / std * r + d) * w + b, rtol=1e-12)
+        np.testing.assert_allclose(new["running_mean"].numpy(), run_mu + 0.1 * (mu - run_mu))
+        np.testing.assert_allclose(new["running_var"].numpy(),
+                                   run_var + 0.1 * (x.var(0, ddof=1) - run_var))
+        assert new["steps"].item() == steps + 1
+    y, new = batch_renorm(layer, params, "", torch.from_numpy(x), train=False)
+    assert new is None
+    np.testing.assert_allclose(y.numpy(), (x - run_mu) / np.sqrt(run_var + 1e-3) * w + b)
+
+
+def reference_critic_loss(critic, cfg, obs, action, target, weight):
+    """The critic loss with every critic run separately by hand: batch renormalisation (in
+    warm-up: batch normalisation) of the joint batch, linear layers and ReLU written out."""
+    x_all = torch.cat([torch.cat([obs, action], -1),
+                       torch.cat([target["next_obs"], target["next_action"]], -1)])
+    B, qs = obs.shape[0], []
+    for i in range(cfg.num_critics):
+        p = {k: v[i] for k, v in critic.items()}
+
+        def norm(name, x):
+            mean, var = x.mean(0), ((x - x.mean(0)) ** 2).mean(0)
+            return (x - mean) / torch.sqrt(var + 1e-3) * p[name + ".weight"] + p[name + ".bias"]
+
+        x = norm("0", x_all)
+        for lin, bn in (("1", "2"), ("4", "5")):
+            x = torch.relu(norm(bn, x @ p[lin + ".weight"].T + p[lin + ".bias"]))
+        qs.append((x @ p["7.weight"].T + p["7.bias"])[:, 0])
+    q = torch.stack(qs)
+    y = target["reward"] + target["discount"] * (q[:, B:].detach().min(0).values
+                                                 + target["entropy"])
+    loss = sum(0.5 * (weight * (q[i, :B] - y) ** 2).mean() for i in range(cfg.num_critics))
+    return loss, y
+
+
+def test_joint_pass_loss_and_gradients_equal_an_independent_implementation():
+    cfg = crossq_config(dtype=torch.float64, num_critics=3, num_target_critics=3)
+    state = funcsac.init_state(cfg, seed=1)
+    # trained-looking weights: batch renormalisation's scales and shifts away from 1 and 0
+    g = torch.Generator().manual_seed(2)
+    critic = {k: v + 0.1 * torch.randn(v.shape, generator=g, dtype=v.dtype)
+              if k.endswith(("weight", "bias")) else v for k, v in state.critic.items()}
+    batch = make_batch(cfg, seed=3)._replace(weight=torch.rand(32, generator=g).double())
+    target = crossq_target(state, batch, funcsac.keys.make_key(4))
+    args = (state.static, batch.obs, batch.action, target, funcsac.keys.make_key(5),
+            batch.weight)
+    names = list(state.static.critic_trainable)
+    grads, (loss, aux) = torch.func.grad_and_value(
+        lambda p: crossq_critic_loss({**critic, **p}, *args), has_aux=True)(
+        {k: critic[k] for k in names})
+    leaves = {k: critic[k].clone().requires_grad_(True) for k in names}
+    ref_loss, ref_y = reference_critic_loss({**critic, **leaves}, cfg, batch.obs, batch.action,
+                                            target, batch.weight)
+    ref_grads = torch.autograd.grad(ref_loss, list(leaves.values()))
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(aux["target"], ref_y, rtol=1e-10, atol=1e-12)
+    for name, ref in zip(names, ref_grads):
+        torch.testing.assert_close(grads[name], ref, rtol=1e-9, atol=1e-12)
+    # the new running statistics: those of the joint batch at the input layer
+    x = torch.cat([torch.cat([batch.obs, batch.action], -1),
+                   torch.cat([target["next_obs"], target["next_action"]], -1)])
+    torch.testing.assert_close(aux["buffers"]["0.running_mean"],
+                               0.01 * x.mean(0).expand(3, -1), rtol=1e-10, atol=1e-12)
+
+
+def test_update_keeps_running_statistics_as_state_and_needs_no_target_network():
+    cfg = crossq_config(dtype=torch.float64)
+    state = funcsac.init_state(cfg, seed=0)
+    batch = make_batch(cfg, seed=1)
+    new, metrics = funcsac.update(state, batch)
+    stats = [k for k in state.critic if k.endswith(("running_mean", "running_var", "steps"))]
+    assert stats and not set(stats) & set(state.static.critic_trainable)
+    assert not set(stats) & set(new.critic_opt.mu)  # the optimiser never sees them
+    for k in stats:
+        assert not torch.equal(new.critic[k], state.critic[k]), k
+    assert torch.equal(new.critic["0.steps"], torch.ones(2, dtype=torch.float64))
+    # the target critics play no part: other values give the same step
+    other = state.replace(target_critic={k: torch.randn_like(v) if v.is_floating_point() else v
+                                         for k, v in state.target_critic.items()})
+    again, again_metrics = funcsac.update(other, batch)
+    assert_states_equal(again.critic, new.critic)
+    assert_states_equal(again_metrics, metrics)
+
+
+def test_compiled_update_equals_eager_without_recompiles():
+    torch._dynamo.reset()
+    compiled = torch.compile(funcsac.update, fullgraph=True)
+    # float64: the biases before a batch normalisation have a gradient of 0 up to rounding, which
+    # Adam's first steps scale to +-lr; float32's rounding (about 1e-9) is above Adam's eps
+    cfg = crossq_config(num_critics=3, num_target_critics=2, dtype=torch.float64)
+    eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for step in range(3):
+            batch = make_batch(cfg, seed=step)
+            eager_state, eager_metrics = funcsac.update(eager_state, batch)
+            compiled_state, compiled_metrics = compiled(compiled_state, batch)
+            optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9),
+                            (compiled_state, compiled_metrics), (eager_state, eager_metrics))
+
+
+def test_vmap_over_agents_equals_a_loop():
+    cfg = crossq_config(dtype=torch.float64)
+    states = [funcsac.init_state(cfg, seed=s) for s in range(3)]
+    batches = [make_batch(cfg, seed=10 + s) for s in range(3)]
+    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
+    together, metrics = torch.func.vmap(funcsac.update)(stack(states), stack(batches))
+    for i, (s, b) in enumerate(zip(states, batches)):
+        alone, alone_metrics = funcsac.update(s, b)
+        optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, rtol=1e-10, atol=1e-12),
+                        (together, metrics), (alone, alone_metrics))
+
+
+def test_a_critic_that_cannot_run_in_training_mode_is_refused():
+    class Wrapped(torch.nn.Module):
+        def __init__(self, obs_dim, act_dim, hidden_sizes):
+            super().__init__()
+            self.net = funcsac.mlp(obs_dim + act_dim, 1, hidden_sizes, batch_renorm=True)
+
+        def forward(self, x):
+            return self.net(x)
+
+    cfg = crossq_config(critic_factory=Wrapped)
+    with pytest.raises(ValueError, match="training-mode batch statistics need"):
+        funcsac.update(funcsac.init_state(cfg), make_batch(cfg))
+
+
+def test_preset_trains_and_resumes_exactly(tmp_path, monkeypatch):
+    cfg = funcsac.TrainConfig(**{**TINY, **CROSSQ, "env_id": "Pendulum-v1", "total_steps": 600,
+                                 "learning_starts": 200, "eval_every": 200,
+                                 "checkpoint_every": 200, "seed": 2})
+    first = funcsac.train(cfg, tmp_path / "a")
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 600)
+    assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
+    assert_states_equal(resumed.state, first.state)
+    assert first.state.critic["0.steps"].tolist() == [401.0, 401.0]  # a pass per update
+
+
+def test_batch_renorm_layer_runs_in_evaluation_mode_as_a_module():
+    layer = BatchRenorm(4).double()
+    x = torch.randn(6, 4, dtype=torch.float64)
+    layer.running_mean.fill_(1.0)
+    torch.testing.assert_close(layer(x), (x - 1.0) / np.sqrt(1.0 + 1e-3))
+    assert F.relu(layer(x)).shape == (6, 4)
+
+
+@pytest.mark.slow
+def test_preset_learns_pendulum(tmp_path):
+    """The crossq preset reaches -250 on Pendulum-v1 (64x64 networks)."""
+    cfg = funcsac.TrainConfig.from_dict({
+        **CROSSQ, "env_id": "Pendulum-v1", "total_steps": 6000, "learning_starts": 1000,
+        "eval_every": 1000, "eval_episodes": 5, "hidden_sizes": (64, 64), "progress": False,
+        "seed": 1})
+    result = funcsac.train(cfg, tmp_path)
+    assert max(e.return_mean for e in result.evals) >= -250, [e.return_mean for e in result.evals]
