@@ -24,9 +24,10 @@ class SACConfig:
 
     ``actor_factory(obs_dim, act_dim, hidden_sizes)`` must build a module mapping ``obs [B, obs_dim]``
     to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory`` one mapping the concatenation
-    ``[B, obs_dim + act_dim]`` to ``[B, 1]``. ``None`` means the default ReLU MLPs (the critic with
-    ``critic_dropout`` and ``critic_layer_norm``); a custom critic may use
-    ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
+    ``[B, obs_dim + act_dim]`` to ``[B, 1]``, or with ``algorithm="tqc"`` to
+    ``[B, num_quantiles]`` quantiles of the return (``funcsac.tqc``). ``None`` means the default
+    ReLU MLPs (the critic with ``critic_dropout`` and ``critic_layer_norm``); a custom critic may
+    use ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
 
     ``normalize_obs`` and ``scale_rewards`` keep running statistics in ``SACState.norm``
     (``funcsac.normalize``): ``act`` and ``update`` see ``(obs - mean) / std`` (clipped to 10) and
@@ -70,6 +71,8 @@ class SACConfig:
     device: str = "cpu"
     dtype: torch.dtype = torch.float32
     algorithm: str = "sac"  # the losses update trains with: a key of funcsac.update.ALGORITHMS
+    num_quantiles: int = 25  # TQC: quantiles each critic outputs (K)
+    drop_quantiles: int = 2  # TQC: top quantiles dropped from the target per critic (d)
 
     def __post_init__(self):
         for name in ("hidden_sizes", "adam_betas"):
@@ -85,6 +88,11 @@ class SACConfig:
         if self.target_entropy is None and _is_int(self.act_dim):
             object.__setattr__(self, "target_entropy", -float(self.act_dim))
         validate_config(self)
+
+    @property
+    def critic_outputs(self) -> int:
+        """Outputs of each critic: ``num_quantiles`` with ``algorithm="tqc"``, else 1."""
+        return self.num_quantiles if self.algorithm == "tqc" else 1
 
 
 def _require(ok: bool, field: str, message: str, value) -> None:
@@ -134,6 +142,11 @@ def validate_config(cfg: SACConfig) -> None:
     from .update import ALGORITHMS  # noqa: E402  (update imports this module)
     _require(cfg.algorithm in ALGORITHMS, "algorithm", f"must be one of {sorted(ALGORITHMS)}",
              cfg.algorithm)
+    _require(_is_int(cfg.num_quantiles) and cfg.num_quantiles >= 1, "num_quantiles",
+             "must be an integer >= 1", cfg.num_quantiles)
+    _require(_is_int(cfg.drop_quantiles) and 0 <= cfg.drop_quantiles < cfg.num_quantiles,
+             "drop_quantiles", f"must be an integer in [0, num_quantiles={cfg.num_quantiles})",
+             cfg.drop_quantiles)
     _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
     _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",

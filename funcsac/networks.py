@@ -95,9 +95,10 @@ def default_actor(obs_dim: int, act_dim: int, hidden_sizes) -> nn.Module:
 
 
 def default_critic(obs_dim: int, act_dim: int, hidden_sizes, layer_norm: bool = False,
-                   dropout: float = 0.0) -> nn.Module:
-    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, 1]``, optionally with dropout and LayerNorm."""
-    return mlp(obs_dim + act_dim, 1, hidden_sizes, layer_norm=layer_norm, dropout=dropout)
+                   dropout: float = 0.0, outputs: int = 1) -> nn.Module:
+    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, outputs]``, optionally with dropout and
+    LayerNorm."""
+    return mlp(obs_dim + act_dim, outputs, hidden_sizes, layer_norm=layer_norm, dropout=dropout)
 
 
 def decay_mask(module: nn.Module, weight_decay_on: str) -> Dict[str, bool]:

@@ -20,6 +20,13 @@ PRESETS = {
     "rlpd": {"num_critics": 10, "num_target_critics": 2, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "critic_lr": 3e-4,
              "alpha_lr": 3e-4, "offline_ratio": 0.5},
+    # TQC (Kuznetsov et al. 2020; the paper's code, SamsungLabs/tqc_pytorch main.py and
+    # tqc/trainer.py): 5 distributional critics of 25 quantiles each, the top 2 per critic dropped
+    # from the target (10 of 125), learning rates 3e-4. The paper's critics are 3 x 512 wide and
+    # its actor 2 x 256; here both have hidden_sizes. (sb3-contrib's and sbx's TQC default to 2
+    # critics, with the same 25 quantiles and 2 dropped per critic.)
+    "tqc": {"algorithm": "tqc", "num_critics": 5, "num_quantiles": 25, "drop_quantiles": 2,
+            "critic_lr": 3e-4, "alpha_lr": 3e-4},
 }
 
 

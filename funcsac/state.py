@@ -111,7 +111,8 @@ def _build(config: SACConfig, num_critics: int):
     sizes = (config.obs_dim, config.act_dim, config.hidden_sizes)
     actor = (config.actor_factory or default_actor)(*sizes)
     critic_factory = config.critic_factory or functools.partial(
-        default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout)
+        default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
+        outputs=config.critic_outputs)
     return actor, [critic_factory(*sizes) for _ in range(num_critics)]
 
 
