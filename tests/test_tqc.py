@@ -214,7 +214,8 @@ def test_driver_resumes_a_tqc_run_exactly(tmp_path, monkeypatch):
 def test_preset_learns_pendulum(tmp_path):
     """The tqc preset (5 critics of 25 quantiles, 2 dropped per critic, learning rates 3e-4),
     UTD 1, compiled as in real use, on batches of 128 (the loss compares every quantile with every
-    target atom: 5 x 25 x 115 pairs per row)."""
+    target atom: 5 x 25 x 115 pairs per row). On this seed: -418 at 6,000 env steps, -99 at 7,000,
+    -101 at 8,000; about 4 minutes on 2 CPU cores, a quarter of it compiling."""
     cfg = funcsac.TrainConfig.from_dict({
         **funcsac.presets.preset("tqc"), "env_id": "Pendulum-v1", "total_steps": 8000,
         "learning_starts": 1000, "eval_every": 1000, "eval_episodes": 5, "hidden_sizes": (64, 64),
