@@ -14,6 +14,7 @@ from .state import HParams, SACState, Static, check_state, init_state
 from .update_many import make_update_many, update_many
 from .update import (METRIC_NAMES, Losses, make_update, soft_update, td_target, update,
                      update_with_aux)
+from . import tqc  # registers ALGORITHMS["tqc"]
 
 __all__ = [
     "keys", "presets", "act", "Batch", "check_batch", "compile_update", "compile_stored", "SACConfig", "actor_loss",
@@ -21,7 +22,7 @@ __all__ = [
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
     "make_update_many", "update_many", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update",
-    "update_with_aux", "train",
+    "update_with_aux", "tqc", "train",
     "TrainConfig", "load", "Agent", "Report",
 ]
 

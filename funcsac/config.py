@@ -24,9 +24,11 @@ class SACConfig:
 
     ``actor_factory(obs_dim, act_dim, hidden_sizes)`` must build a module mapping ``obs [B, obs_dim]``
     to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory`` one mapping the concatenation
-    ``[B, obs_dim + act_dim]`` to ``[B, 1]``. With ``policy="categorical"`` (discrete SAC over
-    ``act_dim`` actions, ``funcsac.discrete``) the actor maps ``obs`` to ``[B, act_dim]`` logits
-    and the critic ``obs`` to the ``[B, act_dim]`` values of all actions. ``None`` means the default ReLU MLPs (the critic with
+    ``[B, obs_dim + act_dim]`` to ``[B, 1]``, or with ``algorithm="tqc"`` to
+    ``[B, num_quantiles]`` quantiles of the return (``funcsac.tqc``). With
+    ``policy="categorical"`` (discrete SAC over ``act_dim`` actions, ``funcsac.discrete``) the
+    actor maps ``obs`` to ``[B, act_dim]`` logits and the critic ``obs`` to the ``[B, act_dim]``
+    values of all actions. ``None`` means the default ReLU MLPs (the critic with
     ``critic_dropout`` and ``critic_layer_norm``); a custom critic may use
     ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
 
@@ -74,6 +76,8 @@ class SACConfig:
     dtype: torch.dtype = torch.float32
     algorithm: str = "sac"  # the losses update trains with (funcsac.update.losses_for)
     policy: str = "tanh_gaussian"  # the policy family (funcsac.policy.POLICIES): or "categorical"
+    num_quantiles: int = 25  # TQC: quantiles each critic outputs (K)
+    drop_quantiles: int = 2  # TQC: top quantiles dropped from the target per critic (d)
 
     def __post_init__(self):
         for name in ("hidden_sizes", "adam_betas"):
@@ -91,6 +95,11 @@ class SACConfig:
             object.__setattr__(self, "target_entropy",
                                POLICIES[self.policy].default_target_entropy(self.act_dim))
         validate_config(self)
+
+    @property
+    def critic_outputs(self) -> int:
+        """Outputs of each critic: ``num_quantiles`` with ``algorithm="tqc"``, else 1."""
+        return self.num_quantiles if self.algorithm == "tqc" else 1
 
 
 def _require(ok: bool, field: str, message: str, value) -> None:
@@ -143,6 +152,11 @@ def validate_config(cfg: SACConfig) -> None:
     _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
+    _require(_is_int(cfg.num_quantiles) and cfg.num_quantiles >= 1, "num_quantiles",
+             "must be an integer >= 1", cfg.num_quantiles)
+    _require(_is_int(cfg.drop_quantiles) and 0 <= cfg.drop_quantiles < cfg.num_quantiles,
+             "drop_quantiles", f"must be an integer in [0, num_quantiles={cfg.num_quantiles})",
+             cfg.drop_quantiles)
     _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
     _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",

@@ -16,8 +16,8 @@ import torch
 
 from . import keys
 from .batch import Batch
-from .networks import Params, apply_actor, apply_critics_training
-from .policy import tanh_gaussian_sample
+from .losses import sample_action
+from .networks import Params, apply_critics_training
 from .state import SACState, Static
 from .update import ALGORITHMS, Losses
 
@@ -26,10 +26,7 @@ def crossq_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str,
     """What the critic loss needs to build the target in its joint pass: the next observations,
     next actions ``a' ~ pi(.|s')`` and the target's other terms, ``reward [B]``, ``discount =
     gamma^horizon * (1 - terminated) [B]`` and ``entropy = -alpha * log pi(a'|s') [B]``."""
-    cfg = state.config
-    mean, log_std = apply_actor(state.static.actor, state.actor, batch.next_obs,
-                                cfg.log_std_min, cfg.log_std_max)
-    next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, key)
+    next_action, next_log_prob = sample_action(state.actor, state.static, batch.next_obs, key)
     not_done = 1.0 - batch.terminated.to(next_log_prob.dtype)
     return {"next_obs": batch.next_obs, "next_action": next_action, "reward": batch.reward,
             "discount": state.hparams.gamma ** batch.horizon * not_done,

@@ -18,7 +18,7 @@ from .batch import Batch
 from .networks import Params, _forward, mlp, with_dropout_keys, dropout_key_names
 from .policy import POLICIES, PolicyFamily
 from .state import SACState, Static
-from .update import ALGORITHMS_BY_POLICY, Losses
+from .update import ALGORITHMS_BY_POLICY, Losses, bootstrap
 
 
 def apply_logits(template: nn.Module, params: Params, obs: torch.Tensor) -> torch.Tensor:
@@ -61,8 +61,8 @@ class Categorical(PolicyFamily):
     def default_target_entropy(self, act_dim):
         return 0.89 * math.log(act_dim)
 
-    def default_critic(self, obs_dim, act_dim, hidden_sizes, **options):
-        return mlp(obs_dim, act_dim, hidden_sizes, **options)
+    def default_critic(self, obs_dim, act_dim, hidden_sizes, outputs=1, **options):
+        return mlp(obs_dim, act_dim, hidden_sizes, **options)  # the values of all actions
 
     def act(self, static, actor, obs, noise=None):
         logits = _forward(static.actor, actor, obs)
@@ -97,8 +97,7 @@ def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.T
         target = {k: v[subset] for k, v in target.items()}
     q = _q_min(static, target, batch.next_obs, k_dropout)
     soft_value = (log_p.exp() * (q - torch.exp(state.log_alpha) * log_p)).sum(-1)
-    not_done = 1.0 - batch.terminated.to(soft_value.dtype)
-    return batch.reward + state.hparams.gamma ** batch.horizon * not_done * soft_value
+    return bootstrap(state, batch, soft_value)
 
 
 def discrete_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,

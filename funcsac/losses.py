@@ -24,6 +24,14 @@ def critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch
     return 0.5 * (weight * (q - target_q).square()).mean(-1).sum(0), q
 
 
+def sample_action(actor: Params, static: Static, obs: torch.Tensor,
+                  key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``a ~ pi(.|obs)`` reparameterised with ``key``: ``(action [B, A], log_prob [B])``."""
+    cfg = static.config
+    mean, log_std = apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max)
+    return tanh_gaussian_sample(mean, log_std, key)
+
+
 def actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
                alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """``mean_B(alpha * log pi(a|s) - Q(s, a))``, ``a ~ pi(.|s)`` reparameterised with ``key``
@@ -33,9 +41,8 @@ def actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
     ``(loss, log_prob [B])``.
     """
     cfg = static.config
-    mean, log_std = apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max)
     k_sample, k_dropout = keys.split(key, 2)
-    a, log_prob = tanh_gaussian_sample(mean, log_std, k_sample)
+    a, log_prob = sample_action(actor, static, obs, k_sample)
     q = apply_critics(static.critic, critic, obs, a, k_dropout)
     q = q.min(0).values if cfg.actor_q_reduction == "min" else q.mean(0)
     return (alpha * log_prob - q).mean(), log_prob

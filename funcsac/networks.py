@@ -99,10 +99,11 @@ def default_actor(obs_dim: int, act_dim: int, hidden_sizes) -> nn.Module:
 
 
 def default_critic(obs_dim: int, act_dim: int, hidden_sizes, layer_norm: bool = False,
-                   dropout: float = 0.0, batch_renorm: bool = False) -> nn.Module:
-    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, 1]``, optionally with dropout, LayerNorm and
+                   dropout: float = 0.0, batch_renorm: bool = False,
+                   outputs: int = 1) -> nn.Module:
+    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, outputs]``, optionally with dropout, LayerNorm and
     batch renormalisation."""
-    return mlp(obs_dim + act_dim, 1, hidden_sizes, layer_norm=layer_norm, dropout=dropout,
+    return mlp(obs_dim + act_dim, outputs, hidden_sizes, layer_norm=layer_norm, dropout=dropout,
                batch_renorm=batch_renorm)
 
 

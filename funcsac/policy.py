@@ -69,7 +69,7 @@ class PolicyFamily:
 
     def default_critic(self, obs_dim: int, act_dim: int, hidden_sizes, **options) -> nn.Module:
         """The default critic module (``options``: ``layer_norm``, ``dropout``,
-        ``batch_renorm``)."""
+        ``batch_renorm``, ``outputs``: a continuous critic's output width)."""
         raise NotImplementedError
 
     def act(self, static, actor, obs: torch.Tensor,

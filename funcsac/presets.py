@@ -26,6 +26,13 @@ PRESETS = {
     # hidden_sizes (the actor's too), which fits 2 CPU cores.
     "crossq": {"algorithm": "crossq", "critic_batch_renorm": True, "policy_delay": 3,
                "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3, "adam_betas": (0.5, 0.999)},
+    # TQC (Kuznetsov et al. 2020; the paper's code, SamsungLabs/tqc_pytorch main.py and
+    # tqc/trainer.py): 5 distributional critics of 25 quantiles each, the top 2 per critic dropped
+    # from the target (10 of 125), learning rates 3e-4. The paper's critics are 3 x 512 wide and
+    # its actor 2 x 256; here both have hidden_sizes. (sb3-contrib's and sbx's TQC default to 2
+    # critics, with the same 25 quantiles and 2 dropped per critic.)
+    "tqc": {"algorithm": "tqc", "num_critics": 5, "num_quantiles": 25, "drop_quantiles": 2,
+            "critic_lr": 3e-4, "alpha_lr": 3e-4},
 }
 
 

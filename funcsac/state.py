@@ -115,7 +115,7 @@ def _build(config: SACConfig, num_critics: int):
              else mlp(config.obs_dim, family.head_size(config.act_dim), config.hidden_sizes))
     critic_factory = config.critic_factory or functools.partial(
         family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
-        batch_renorm=config.critic_batch_renorm)
+        batch_renorm=config.critic_batch_renorm, outputs=config.critic_outputs)
     return actor, [critic_factory(*sizes) for _ in range(num_critics)]
 
 

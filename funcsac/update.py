@@ -16,10 +16,9 @@ import torch.utils._pytree as pytree
 
 from . import keys, losses
 from .batch import Batch, check_batch_structure
-from .networks import Params, apply_actor, apply_critics
+from .networks import Params, apply_critics
 from .normalize import normalize_obs, scale_reward
 from .optim import adam_update
-from .policy import tanh_gaussian_sample
 from .state import SACState, check_state, trainable
 
 Metrics = Dict[str, torch.Tensor]
@@ -42,17 +41,23 @@ def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     """
     cfg, static = state.config, state.static
     k_action, k_subset, k_dropout = keys.split(key, 3)
-    mean, log_std = apply_actor(static.actor, state.actor, batch.next_obs,
-                                cfg.log_std_min, cfg.log_std_max)
-    next_action, next_log_prob = tanh_gaussian_sample(mean, log_std, k_action)
+    next_action, next_log_prob = losses.sample_action(state.actor, static, batch.next_obs,
+                                                      k_action)
     target = state.target_critic
     if cfg.num_target_critics < cfg.num_critics:
         subset = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)
         target = {k: v[subset] for k, v in target.items()}
     q = apply_critics(static.critic, target, batch.next_obs, next_action, k_dropout)
-    soft_value = q.min(0).values - torch.exp(state.log_alpha) * next_log_prob
-    not_done = 1.0 - batch.terminated.to(soft_value.dtype)
-    return batch.reward + state.hparams.gamma ** batch.horizon * not_done * soft_value
+    return bootstrap(state, batch, q.min(0).values - torch.exp(state.log_alpha) * next_log_prob)
+
+
+def bootstrap(state: SACState, batch: Batch, next_value: torch.Tensor) -> torch.Tensor:
+    """``r + gamma^horizon * (1 - terminated) * next_value`` for a soft value ``next_value [B]``
+    or ``[B, M]`` (M atoms of a distribution per row); the result has its shape."""
+    per_row = lambda x: x.reshape(x.shape + (1,) * (next_value.dim() - 1))  # noqa: E731
+    not_done = 1.0 - batch.terminated.to(next_value.dtype)
+    return (per_row(batch.reward)
+            + per_row(state.hparams.gamma ** batch.horizon * not_done) * next_value)
 
 
 def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, lr, cfg,
@@ -74,8 +79,9 @@ class Losses:
     """The pieces ``update`` is built from; replace one to change SAC without copying ``update``.
 
     ``target(state, batch, key) -> [B]`` computes the critics' regression target (default
-    ``td_target``); the losses have the signatures of their defaults in ``funcsac.losses`` and
-    return ``(loss, aux)``; the critic loss's aux is the critics' values ``Q [N, B]``, or a dict
+    ``td_target``; a distributional variant's is ``[B, M]``, M atoms per row, as TQC's); the
+    losses have the signatures of their defaults in ``funcsac.losses`` and return
+    ``(loss, aux)``; the critic loss's aux is the critics' values ``Q [N, B]``, or a dict
     ``{"q": Q [N, B], "target": [B], "buffers": {name: new value}}`` for a critic loss that
     computes the target itself from what ``target`` passed it, or updates the critics' buffers
     (CrossQ's joint forward and running statistics).
@@ -103,7 +109,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
     default those of the state's ``config.algorithm`` and ``config.policy``, ``losses_for``); with
     ``with_aux``, ``update(state, batch) -> (state, metrics, aux)`` where ``aux`` holds per-sample
     outputs: ``td_error [B]``, the mean over the critics of ``|Q_i(s, a) - target|`` before the
-    step (prioritized replay's new priorities)."""
+    step (prioritized replay's new priorities; a target of atoms ``[B, M]`` counts as their
+    mean)."""
 
     def update(state: SACState, batch: Batch):
         """One SAC step on ``batch``; returns the new state, a dict of 0-d tensor metrics and,
@@ -158,7 +165,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
                    "target_q_mean": target_q.mean(), "critic_grad_norm": c_norm,
                    "actor_grad_norm": a_norm}
         if with_aux:
-            return new_state, metrics, {"td_error": (q.detach() - target_q).abs().mean(0)}
+            point = target_q.mean(-1) if target_q.dim() == 2 else target_q
+            return new_state, metrics, {"td_error": (q.detach() - point).abs().mean(0)}
         return new_state, metrics
 
     return update

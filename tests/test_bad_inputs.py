@@ -29,6 +29,7 @@ OUT_OF_RANGE = {
     "actor_q_reduction": "max", "critic_dropout": 1.0, "weight_decay_on": "biases",
     "wandb_project": "team/project", "wandb_mode": "cloud", "n_step": 0, "priority_alpha": -0.1,
     "priority_beta": 1.5, "priority_epsilon": 0.0, "offline_ratio": 1.0, "algorithm": "ppo",
+    "num_quantiles": 0, "drop_quantiles": 25,
     "offline_data": "data\0.npz",  # a missing file is refused when the run starts (test_offline)
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}

@@ -119,7 +119,11 @@ _HELP = {
     "adam_eps": "Adam's epsilon",
     "log_std_min": "lower bound of the policy's log standard deviation",
     "log_std_max": "upper bound of the policy's log standard deviation",
-    "algorithm": "the losses update trains with (funcsac.update.ALGORITHMS): sac, or a variant",
+    "algorithm": "the losses update trains with (funcsac.update.ALGORITHMS): sac, or a variant "
+                 "(tqc)",
+    "num_quantiles": "TQC (--algorithm tqc): quantiles of the return each critic outputs (K)",
+    "drop_quantiles": "TQC: top quantiles per critic dropped from the pooled target (d; the "
+                      "target keeps N * (K - d) of the N * K)",
     "actor_q_reduction": "how the actor loss combines the critics: min or mean",
     "critic_dropout": "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)",
     "critic_layer_norm": "LayerNorm after each hidden layer of the critics (DroQ)",

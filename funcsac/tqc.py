@@ -1,0 +1,95 @@
+"""TQC, Truncated Quantile Critics (Kuznetsov et al. 2020, "Controlling Overestimation Bias with
+Truncated Mixture of Continuous Distributional Quantile Critics"): ``SACConfig(algorithm="tqc")``.
+
+Each of the N critics outputs K = ``num_quantiles`` quantiles of the return, ``Z [N, B, K]``, at
+the fractions ``tau_k = (k + 0.5) / K``. The target pools the N * K quantiles of the target critics
+at ``(s', a')``, sorts them and drops the top N * d (d = ``drop_quantiles``), which controls the
+overestimation that SAC's min over critics controls; ``num_target_critics`` and
+``actor_q_reduction`` do not apply. A custom ``critic_factory`` must map
+``[B, obs_dim + act_dim]`` to ``[B, num_quantiles]``; the default critic does.
+
+The losses follow the paper's code (github.com/SamsungLabs/tqc_pytorch) and sb3-contrib's TQC,
+except that the critic loss is summed over the critics, as SAC's is here, where they average
+(a constant factor Adam's steps hardly notice; gradient clipping does).
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+
+from . import keys
+from .batch import Batch
+from .losses import sample_action
+from .networks import Params, apply_critics
+from .state import SACState, Static
+from .update import ALGORITHMS, Losses, bootstrap
+
+
+def apply_quantile_critics(static: Static, critic: Params, obs: torch.Tensor,
+                           action: torch.Tensor, key=None) -> torch.Tensor:
+    """The ensemble's quantiles ``Z [N, B, K]`` (``apply_critics`` with the quantile axis kept
+    when K is 1); ``ValueError`` if a critic does not output ``[B, num_quantiles]``."""
+    k = static.config.num_quantiles
+    z = apply_critics(static.critic, critic, obs, action, key)
+    z = z.unsqueeze(-1) if z.dim() == 2 else z
+    if z.shape[2:] != (k,):
+        raise ValueError(f"TQC's critics must map [B, obs_dim + act_dim] to [B, num_quantiles="
+                         f"{k}], got [B, {', '.join(map(str, z.shape[2:]))}]")
+    return z
+
+
+def truncate(z: torch.Tensor, drop: int) -> torch.Tensor:
+    """The N critics' quantiles ``z [N, B, K]`` pooled per row, sorted, the top ``N * drop``
+    left out: ``[B, N * (K - drop)]``, ascending."""
+    n, _, k = z.shape
+    return z.movedim(0, 1).flatten(1).sort(-1).values[:, :n * (k - drop)]
+
+
+def truncated_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
+    """``r + gamma^horizon * (1 - terminated) * (z - alpha * log pi(a'|s'))`` for each atom ``z``
+    of the truncated pool of the target critics' quantiles at ``(s', a' ~ pi(.|s'))``:
+    ``[B, N * (K - d)]``."""
+    static = state.static
+    k_action, k_dropout = keys.split(key, 2)
+    next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
+    z = apply_quantile_critics(static, state.target_critic, batch.next_obs, next_action,
+                               k_dropout)
+    atoms = truncate(z, state.config.drop_quantiles)
+    return bootstrap(state, batch, atoms - torch.exp(state.log_alpha) * next_log_prob[:, None])
+
+
+def quantile_huber(z: torch.Tensor, atoms: torch.Tensor) -> torch.Tensor:
+    """Quantile Huber loss (kappa 1) of the quantiles ``z [N, B, K]`` at ``tau_k = (k + 0.5) / K``
+    against the target atoms ``atoms [B, M]``, averaged over the K quantiles and the M atoms:
+    ``[N, B]``. With ``u = atom - z_k``: ``|tau_k - 1{u < 0}| * huber(u)``."""
+    k = z.shape[-1]
+    tau = (torch.arange(k, dtype=z.dtype, device=z.device) + 0.5) / k
+    u = atoms[:, None, :] - z[..., None]  # [N, B, K, M]
+    huber = torch.where(u.abs() > 1.0, u.abs() - 0.5, 0.5 * u.square())
+    return ((tau[:, None] - (u < 0).to(z.dtype)).abs() * huber).mean((-2, -1))
+
+
+def quantile_critic_loss(critic: Params, static: Static, obs: torch.Tensor,
+                         action: torch.Tensor, target_q: torch.Tensor, key: torch.Tensor,
+                         weight: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``mean_B weight * quantile_huber(Z_i, target)`` summed over the N critics, for the
+    target atoms ``target_q [B, M]``; returns ``(loss, Q [N, B])``, Q the mean of the
+    quantiles."""
+    z = apply_quantile_critics(static, critic, obs, action, key)
+    return (weight * quantile_huber(z, target_q)).mean(-1).sum(0), z.mean(-1)
+
+
+def quantile_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
+                        alpha: torch.Tensor,
+                        key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``mean_B(alpha * log pi(a|s) - Q(s, a))``, Q the mean of all N critics' K quantiles,
+    ``a ~ pi(.|s)`` reparameterised with ``key``; returns ``(loss, log_prob [B])``."""
+    k_sample, k_dropout = keys.split(key, 2)
+    a, log_prob = sample_action(actor, static, obs, k_sample)
+    z = apply_quantile_critics(static, critic, obs, a, k_dropout)
+    return (alpha * log_prob - z.mean((0, 2))).mean(), log_prob
+
+
+ALGORITHMS["tqc"] = Losses(critic=quantile_critic_loss, actor=quantile_actor_loss,
+                           target=truncated_target)
