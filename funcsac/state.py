@@ -108,11 +108,14 @@ _INIT_LOCK = threading.Lock()  # init_state seeds the process-wide torch RNG
 
 def _build(config: SACConfig, num_critics: int):
     """An actor module and a list of ``num_critics`` critic modules from the config's factories."""
-    sizes = (config.obs_dim, config.act_dim, config.hidden_sizes)
-    actor = (config.actor_factory or default_actor)(*sizes)
+    dims = (config.obs_dim, config.act_dim)
+    actor_factory = config.actor_factory or functools.partial(default_actor,
+                                                              network=config.network)
+    actor = actor_factory(*dims, config.actor_hidden_sizes or config.hidden_sizes)
     critic_factory = config.critic_factory or functools.partial(
-        default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout)
-    return actor, [critic_factory(*sizes) for _ in range(num_critics)]
+        default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
+        network=config.network)
+    return actor, [critic_factory(*dims, config.hidden_sizes) for _ in range(num_critics)]
 
 
 def static_for(config: SACConfig) -> Static:

@@ -97,7 +97,12 @@ _HELP = {
     "wandb_project": "also log to this Weights & Biases project (needs funcsac[wandb]; empty: "
                      "no W&B)",
     "wandb_mode": "W&B mode: online, or offline (synced later with `wandb sync`)",
-    "hidden_sizes": "hidden layer widths of the actor and of each critic",
+    "hidden_sizes": "hidden layer widths of each critic (and of the actor, unless "
+                    "actor_hidden_sizes); with network simba or bronet one residual block per "
+                    "entry, all of the same width",
+    "actor_hidden_sizes": "hidden layer widths of the actor (none given: hidden_sizes)",
+    "network": "architecture of the actor and the critics: mlp, simba (SimBa's residual blocks) "
+               "or bronet (BRO's)",
     "num_critics": "critics in the ensemble (N)",
     "num_target_critics": "target critics the TD target takes the min over, drawn at random "
                           "from the N (REDQ's M; none: min(2, N))",
@@ -138,7 +143,8 @@ class _TrainConfigMethods:
     """Validation and conversions of ``TrainConfig``."""
 
     def __post_init__(self):
-        for name in ("hidden_sizes", "adam_betas"):  # SACConfig rejects other types
+        # lists from a config file become tuples (SACConfig rejects other types)
+        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas"):
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype", "wandb_project",
