@@ -30,7 +30,7 @@ OUT_OF_RANGE = {
     "wandb_project": "team/project", "wandb_mode": "cloud", "n_step": 0, "priority_alpha": -0.1,
     "priority_beta": 1.5, "priority_epsilon": 0.0, "offline_ratio": 1.0, "algorithm": "ppo",
     "offline_data": "data\0.npz",  # a missing file is refused when the run starts (test_offline)
-    "network": "resnet", "actor_hidden_sizes": (0,),
+    "network": "resnet", "actor_hidden_sizes": (0,), "reset_every": -1,
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
 

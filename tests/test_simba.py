@@ -1,5 +1,6 @@
-"""SimBa and BroNet networks."""
+"""SimBa and BroNet networks, and BRO's resets (funcsac.reset_params, --reset-every)."""
 import dataclasses
+import math
 
 import optree
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 import funcsac
 from funcsac.networks import _is_plain
-from helpers import make_batch, small_config
+from helpers import TINY, assert_states_equal, crash_then_resume, make_batch, small_config
 
 SIMBA = small_config(network="simba", hidden_sizes=(16, 16), actor_hidden_sizes=(8,),
                      num_critics=3, normalize_obs=True, policy_delay=2)
@@ -106,6 +107,62 @@ def test_vmapped_agents_equal_a_loop(cfg):
                         stacked, expected)
 
 
+# -- resets ----------------------------------------------------------------------------------
+def _trained(cfg, seed, steps=3):
+    state = funcsac.init_state(cfg, seed=seed)
+    for i in range(steps):
+        state, _ = funcsac.update(state, make_batch(cfg, seed=i))
+    return state
+
+
+def _differs(a, b) -> bool:
+    return any(not torch.equal(x, y) for x, y in zip(optree.tree_leaves(a), optree.tree_leaves(b)))
+
+
+def test_reset_draws_new_networks_from_the_state_deterministically():
+    state = _trained(SIMBA, seed=0)
+    new = funcsac.reset_params(state)
+    assert_states_equal(funcsac.reset_params(state), new)  # a pure function of the state
+    initial = funcsac.init_state(SIMBA, seed=0)
+    for name in ("actor", "critic"):  # new weights: neither the trained nor the initial ones
+        assert _differs(getattr(new, name), getattr(state, name))
+        assert _differs(getattr(new, name), getattr(initial, name))
+    assert_states_equal(new.target_critic, new.critic)
+    for opt in (new.actor_opt, new.critic_opt, new.alpha_opt):
+        assert opt.count.item() == 0 and not any(v.any() for v in opt.mu.values())
+    assert new.log_alpha.item() == pytest.approx(math.log(SIMBA.init_alpha))
+    assert_states_equal((new.step, new.hparams, new.norm), (state.step, state.hparams, state.norm))
+    assert not torch.equal(new.key, state.key)
+    assert _differs(funcsac.reset_params(new).actor, new.actor)  # the next reset draws anew
+    funcsac.update(new, make_batch(SIMBA))  # a valid state
+
+
+def test_reset_of_stacked_agents_gives_each_its_own_networks():
+    agents = [_trained(BRONET, seed=s) for s in range(2)]
+    stacked = funcsac.reset_params(_stack(*agents))
+    assert_states_equal(stacked, _stack(*map(funcsac.reset_params, agents)))
+    first, second = (optree.tree_map(lambda x: x[i], stacked) for i in range(2))
+    assert _differs(first.actor, second.actor) and _differs(first.critic, second.critic)
+
+
+RESETS = funcsac.TrainConfig(total_steps=400, learning_starts=100, reset_every=250,
+                             eval_every=200, checkpoint_every=200, seed=3, num_seeds=2,
+                             network="simba", actor_hidden_sizes=(8,),
+                             **{**TINY, "hidden_sizes": (16,)})
+
+
+def test_driver_resets_at_its_interval_and_resumes_exactly_across_a_reset(tmp_path, monkeypatch):
+    """The checkpoint at 200 is before the reset at 250; the crash is at 400, after it."""
+    resumed = crash_then_resume(RESETS, tmp_path / "crashed", monkeypatch, step=400)
+    straight = funcsac.train(RESETS, tmp_path / "straight")
+    assert_states_equal(resumed.state, straight.state)
+    assert resumed.state.step.tolist() == [301, 301]  # updates at env steps 100 .. 400
+    # the Adam counts restarted at the reset: updates at env steps 250 .. 400
+    assert resumed.state.critic_opt.count.tolist() == [151, 151]
+    unreset = funcsac.train(dataclasses.replace(RESETS, reset_every=0), tmp_path / "unreset")
+    assert unreset.state.critic_opt.count.tolist() == [301, 301]
+
+
 # -- configuration -----------------------------------------------------------------------------
 @pytest.mark.parametrize("overrides,field", [
     (dict(network="resnet"), "SACConfig.network"),
@@ -114,7 +171,8 @@ def test_vmapped_agents_equal_a_loop(cfg):
     (dict(network="simba", critic_dropout=0.01), "SACConfig.critic_dropout"),
     (dict(network="bronet", critic_layer_norm=True), "SACConfig.critic_layer_norm"),
     (dict(actor_hidden_sizes=(8, 0)), "SACConfig.actor_hidden_sizes"),
+    (dict(reset_every=-1), "TrainConfig.reset_every"),
 ])
-def test_bad_network_settings_name_the_field(overrides, field):
+def test_bad_network_or_reset_settings_name_the_field(overrides, field):
     with pytest.raises(ValueError, match=field):
         funcsac.TrainConfig(**overrides)

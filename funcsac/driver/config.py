@@ -39,6 +39,7 @@ class RunSettings:
     batch_size: int = 256
     learning_starts: int = 5_000
     utd: int = 1
+    reset_every: int = 0
     n_step: int = 1
     prioritized: bool = False
     priority_alpha: float = 0.6
@@ -73,6 +74,9 @@ _HELP = {
     "batch_size": "transitions per gradient step",
     "learning_starts": "environment steps of uniform random actions before training",
     "utd": "gradient steps per environment step (update-to-data ratio)",
+    "reset_every": "environment steps between resets of every agent's networks, targets, "
+                   "optimizer moments and temperature, as BRO does (funcsac.reset_params; "
+                   "0: never)",
     "n_step": "environment steps per transition: n-step returns sum_k gamma^k r_k, bootstrapped "
               "with gamma^n, cut at episode ends",
     "prioritized": "prioritized experience replay: rows drawn in proportion to "
@@ -162,7 +166,7 @@ class _TrainConfigMethods:
         for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
                      "eval_episodes", "log_every", "n_step"):
             _positive_int(name, getattr(self, name))
-        for name in ("learning_starts", "eval_every", "checkpoint_every", "seed"):
+        for name in ("learning_starts", "eval_every", "checkpoint_every", "seed", "reset_every"):
             _positive_int(name, getattr(self, name), minimum=0)
         if self.autoreset_mode not in ("same-step", "next-step"):
             raise ValueError("TrainConfig.autoreset_mode must be 'same-step' or 'next-step', "
