@@ -10,7 +10,7 @@ from .networks import apply_actor, apply_critic, apply_critics, mlp
 from .optim import AdamState, adam_init, adam_update, global_norm
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .stored_compile import compile_stored
-from .state import HParams, SACState, Static, check_state, init_state
+from .state import HParams, SACState, Static, check_state, init_state, reset_params
 from .update_many import make_update_many, update_many
 from .update import (METRIC_NAMES, Losses, make_update, soft_update, td_target, update,
                      update_with_aux)
@@ -21,6 +21,7 @@ __all__ = [
     "critic_loss", "temperature_loss", "apply_actor", "apply_critic", "apply_critics", "mlp",
     "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
     "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
+    "reset_params",
     "make_update_many", "update_many", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target", "update",
     "update_with_aux", "tqc", "train",
     "TrainConfig", "load", "Agent", "Report",

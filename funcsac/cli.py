@@ -126,8 +126,8 @@ def _add_settings(parser) -> None:
     """--config, --preset and a flag per TrainConfig field."""
     parser.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
     parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="a named variant (redq, droq, tqc, rlpd: give --offline-data too); "
-                             "config file and flags override it")
+                        help="a named variant (redq, droq, simba, bro, tqc, crossq, rlpd: give "
+                             "--offline-data too); config file and flags override it")
     for field in dataclasses.fields(TrainConfig):
         _add_field(parser, field)
 

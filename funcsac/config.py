@@ -8,6 +8,8 @@ from typing import Callable, Optional
 import torch
 from torch import nn
 
+from .networks import NETWORKS
+
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
 # fields that only set the initial value of a dynamic hyperparameter (a leaf of the state)
 INITIAL_VALUE_FIELDS = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "init_alpha",
@@ -22,14 +24,22 @@ class SACConfig:
     of the state's dynamic hyperparameters (0-d tensors in ``SACState.hparams``), which may be
     changed or vmapped at run time without recompiling.
 
-    ``actor_factory(obs_dim, act_dim, hidden_sizes)`` must build a module mapping ``obs [B, obs_dim]``
-    to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory`` one mapping the concatenation
-    ``[B, obs_dim + act_dim]`` to ``[B, 1]``, or with ``algorithm="tqc"`` to
-    ``[B, num_quantiles]`` quantiles of the return (``funcsac.tqc``). With
-    ``policy="categorical"`` (discrete SAC over ``act_dim`` actions, ``funcsac.discrete``) the
-    actor maps ``obs`` to ``[B, act_dim]`` logits and the critic ``obs`` to the ``[B, act_dim]``
-    values of all actions. ``None`` means the default ReLU MLPs (the critic with
-    ``critic_dropout`` and ``critic_layer_norm``); a custom critic may use
+    ``network`` chooses the default networks: ``"mlp"``, ReLU MLPs with one hidden layer per entry
+    of ``hidden_sizes`` (the critic with ``critic_dropout``, ``critic_layer_norm`` and
+    ``critic_batch_renorm``), or the residual networks ``"simba"`` (SimBa, Lee et al. 2024) and
+    ``"bronet"`` (BRO, Nauman et al. 2024), with one residual block per entry of
+    ``hidden_sizes``, whose entries are then all equal (the width of the residual stream):
+    ``(512, 512)`` is 2 blocks of width 512 (``funcsac.networks.simba``, ``bronet``).
+    ``actor_hidden_sizes`` gives the actor other sizes than the critics (empty: ``hidden_sizes``).
+
+    ``actor_factory(obs_dim, act_dim, actor_hidden_sizes)`` must build a module mapping
+    ``obs [B, obs_dim]`` to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory(obs_dim,
+    act_dim, hidden_sizes)`` one mapping the concatenation ``[B, obs_dim + act_dim]`` to ``[B, 1]``,
+    or with ``algorithm="tqc"`` to ``[B, num_quantiles]`` quantiles of the return
+    (``funcsac.tqc``). With ``policy="categorical"`` (discrete SAC over ``act_dim`` actions,
+    ``funcsac.discrete``) the actor maps ``obs`` to ``[B, act_dim]`` logits and the critic ``obs``
+    to the ``[B, act_dim]`` values of all actions. ``None`` means the default networks; a custom
+    critic may use
     ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
 
     ``normalize_obs`` and ``scale_rewards`` keep running statistics in ``SACState.norm``
@@ -46,6 +56,8 @@ class SACConfig:
     obs_dim: int
     act_dim: int
     hidden_sizes: tuple = (256, 256)
+    actor_hidden_sizes: tuple = ()  # the actor's; empty: hidden_sizes
+    network: str = "mlp"  # "mlp", "simba" or "bronet": a key of funcsac.networks.NETWORKS
     num_critics: int = 2
     num_target_critics: Optional[int] = None  # REDQ's M; None means min(2, num_critics)
     gamma: float = 0.99
@@ -80,7 +92,7 @@ class SACConfig:
     drop_quantiles: int = 2  # TQC: top quantiles dropped from the target per critic (d)
 
     def __post_init__(self):
-        for name in ("hidden_sizes", "adam_betas"):
+        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas"):
             value = getattr(self, name)
             _require(isinstance(value, (list, tuple)), name, "must be a sequence of numbers", value)
             object.__setattr__(self, name, tuple(value))
@@ -115,6 +127,20 @@ def _is_real(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _check_network(cfg: SACConfig) -> None:
+    """``network`` names an architecture; a residual one has equal widths and no MLP options."""
+    _require(cfg.network in NETWORKS, "network", f"must be one of {sorted(NETWORKS)}", cfg.network)
+    if cfg.network == "mlp":
+        return
+    for name in ("hidden_sizes", "actor_hidden_sizes"):
+        sizes = getattr(cfg, name)
+        _require(len(set(sizes)) <= 1, name, f"must have equal entries with network="
+                 f"{cfg.network!r} (one residual block of the same width per entry)", sizes)
+    for name, off in (("critic_dropout", 0.0), ("critic_layer_norm", False)):
+        _require(getattr(cfg, name) == off, name, f"applies to network='mlp' only, not "
+                 f"{cfg.network!r}", getattr(cfg, name))
+
+
 def validate_config(cfg: SACConfig) -> None:
     """Raise ``ValueError`` naming the first invalid field of ``cfg``."""
     from .update import ALGORITHMS_BY_POLICY  # noqa: E402  (update imports this module)
@@ -128,6 +154,9 @@ def validate_config(cfg: SACConfig) -> None:
         _require(_is_int(v) and v >= 1, name, "must be an integer >= 1", v)
     _require(len(cfg.hidden_sizes) >= 1 and all(_is_int(h) and h >= 1 for h in cfg.hidden_sizes),
              "hidden_sizes", "must be a non-empty sequence of integers >= 1", cfg.hidden_sizes)
+    _require(all(_is_int(h) and h >= 1 for h in cfg.actor_hidden_sizes), "actor_hidden_sizes",
+             "must be a sequence of integers >= 1 (empty: hidden_sizes)", cfg.actor_hidden_sizes)
+    _check_network(cfg)
     m = cfg.num_target_critics
     _require(_is_int(m) and 1 <= m <= cfg.num_critics, "num_target_critics",
              f"must be an integer in [1, num_critics={cfg.num_critics}]", m)

@@ -15,7 +15,7 @@ from torch import nn
 
 from . import keys
 from .batch import Batch
-from .networks import Params, _forward, mlp, with_dropout_keys, dropout_key_names
+from .networks import Params, _forward, critic_network, dropout_key_names, with_dropout_keys
 from .policy import POLICIES, PolicyFamily
 from .state import SACState, Static
 from .update import ALGORITHMS_BY_POLICY, Losses, bootstrap
@@ -62,7 +62,7 @@ class Categorical(PolicyFamily):
         return 0.89 * math.log(act_dim)
 
     def default_critic(self, obs_dim, act_dim, hidden_sizes, outputs=1, **options):
-        return mlp(obs_dim, act_dim, hidden_sizes, **options)  # the values of all actions
+        return critic_network(obs_dim, act_dim, hidden_sizes, **options)  # all actions' values
 
     def act(self, static, actor, obs, noise=None):
         logits = _forward(static.actor, actor, obs)

@@ -93,17 +93,58 @@ def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU, layer_norm:
     return nn.Sequential(*layers)
 
 
-def default_actor(obs_dim: int, act_dim: int, hidden_sizes) -> nn.Module:
-    """ReLU MLP ``obs [B, obs_dim] -> [B, 2 * act_dim]`` (mean, raw log-std)."""
-    return mlp(obs_dim, 2 * act_dim, hidden_sizes)
+class Residual(nn.Sequential):
+    """A skip connection around a sequence of layers: ``x + layers(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + super().forward(x)
 
 
-def default_critic(obs_dim: int, act_dim: int, hidden_sizes, layer_norm: bool = False,
+def simba(in_dim: int, out_dim: int, hidden_sizes, expansion: int = 4) -> nn.Sequential:
+    """SimBa (Lee et al. 2024): a linear embedding to the width ``w = hidden_sizes[0]``, one
+    residual block ``x + Linear(ReLU(Linear(LayerNorm(x))))`` per entry of ``hidden_sizes`` (an
+    inverted bottleneck of inner width ``expansion * w``), a final LayerNorm and a linear head."""
+    w = hidden_sizes[0]
+    blocks = [Residual(nn.LayerNorm(w), nn.Linear(w, expansion * w), nn.ReLU(),
+                       nn.Linear(expansion * w, w)) for _ in hidden_sizes]
+    return nn.Sequential(nn.Linear(in_dim, w), *blocks, nn.LayerNorm(w), nn.Linear(w, out_dim))
+
+
+def bronet(in_dim: int, out_dim: int, hidden_sizes) -> nn.Sequential:
+    """BroNet (Nauman et al. 2024): Linear, LayerNorm and ReLU to the width
+    ``w = hidden_sizes[0]``, one residual block ``x + LN(Linear(ReLU(LN(Linear(x)))))`` per entry
+    of ``hidden_sizes``, and a linear head."""
+    w = hidden_sizes[0]
+    blocks = [Residual(nn.Linear(w, w), nn.LayerNorm(w), nn.ReLU(), nn.Linear(w, w),
+                       nn.LayerNorm(w)) for _ in hidden_sizes]
+    return nn.Sequential(nn.Linear(in_dim, w), nn.LayerNorm(w), nn.ReLU(), *blocks,
+                         nn.Linear(w, out_dim))
+
+
+# the architectures ``SACConfig.network`` names: ``build(in_dim, out_dim, hidden_sizes)``
+NETWORKS = {"mlp": mlp, "simba": simba, "bronet": bronet}
+
+
+def default_actor(obs_dim: int, act_dim: int, hidden_sizes, network: str = "mlp") -> nn.Module:
+    """``obs [B, obs_dim] -> [B, 2 * act_dim]`` (mean, raw log-std): a ReLU MLP, or the residual
+    network ``network`` names (``NETWORKS``)."""
+    return NETWORKS[network](obs_dim, 2 * act_dim, hidden_sizes)
+
+
+def default_critic(obs_dim: int, act_dim: int, hidden_sizes, outputs: int = 1,
+                   **options) -> nn.Module:
+    """``[B, obs_dim + act_dim] -> [B, outputs]`` (``critic_network``'s ``options``)."""
+    return critic_network(obs_dim + act_dim, outputs, hidden_sizes, **options)
+
+
+def critic_network(in_dim: int, out_dim: int, hidden_sizes, layer_norm: bool = False,
                    dropout: float = 0.0, batch_renorm: bool = False,
-                   outputs: int = 1) -> nn.Module:
-    """ReLU MLP ``[B, obs_dim + act_dim] -> [B, outputs]``, optionally with dropout, LayerNorm and
-    batch renormalisation."""
-    return mlp(obs_dim + act_dim, outputs, hidden_sizes, layer_norm=layer_norm, dropout=dropout,
+                   network: str = "mlp") -> nn.Module:
+    """A ReLU MLP, optionally with dropout, LayerNorm and batch renormalisation, or the residual
+    network ``network`` names (``NETWORKS``)."""
+    if network != "mlp":
+        return NETWORKS[network](in_dim, out_dim, hidden_sizes)
+    return mlp(in_dim, out_dim, hidden_sizes, layer_norm=layer_norm, dropout=dropout,
                batch_renorm=batch_renorm)
 
 
@@ -158,11 +199,14 @@ _PLAIN: "weakref.WeakKeyDictionary[nn.Module, bool]" = weakref.WeakKeyDictionary
 
 def _plain_structure(template: nn.Module) -> bool:
     """Whether ``template`` is an ``nn.Sequential`` of Linear, LayerNorm, KeyedDropout and
-    BatchRenorm layers and of layers without parameters, buffers or children, none with hooks."""
+    BatchRenorm layers, of layers without parameters, buffers or children, and of ``Residual``
+    blocks of such layers, none with hooks."""
     def hooked(m: nn.Module) -> bool:
         return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
 
     def plain(m: nn.Module) -> bool:
+        if type(m) is Residual:
+            return not hooked(m) and all(map(plain, m))
         stateless = (next(iter(m.parameters()), None) is None
                      and next(iter(m.buffers()), None) is None and not list(m.children()))
         return not hooked(m) and (type(m) in _PLAIN_LAYERS or stateless)
@@ -180,24 +224,27 @@ def _is_plain(template: nn.Module) -> bool:
 
 
 def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
-               stats: Optional[Params] = None) -> torch.Tensor:
+               stats: Optional[Params] = None, prefix: str = "") -> torch.Tensor:
     """What ``functional_call(template, params, (x,))`` computes for a plain ``Sequential``,
     without swapping tensors into the module (the same operations, a fraction of the overhead).
     With a ``stats`` dict, BatchRenorm layers run in training mode and put their new running
-    statistics in it."""
+    statistics in it; ``prefix`` is the name of ``template`` in ``params`` (a ``Residual``
+    block's, with a dot)."""
     for name, layer in template.named_children():
-        kind = type(layer)
+        kind, at = type(layer), f"{prefix}{name}."
         if kind is nn.Linear:
-            x = F.linear(x, params[f"{name}.weight"], params.get(f"{name}.bias"))
+            x = F.linear(x, params[f"{at}weight"], params.get(f"{at}bias"))
         elif kind is nn.LayerNorm:
-            x = F.layer_norm(x, layer.normalized_shape, params.get(f"{name}.weight"),
-                             params.get(f"{name}.bias"), layer.eps)
+            x = F.layer_norm(x, layer.normalized_shape, params.get(f"{at}weight"),
+                             params.get(f"{at}bias"), layer.eps)
         elif kind is KeyedDropout:
-            x = layer.drop(x, params.get(f"{name}.key"))
+            x = layer.drop(x, params.get(f"{at}key"))
         elif kind is BatchRenorm:
-            x, new = batch_renorm(layer, params, f"{name}.", x, train=stats is not None)
+            x, new = batch_renorm(layer, params, at, x, train=stats is not None)
             if new is not None:
                 stats.update(new)
+        elif kind is Residual:
+            x = x + _run_plain(layer, params, x, stats, at)
         else:
             x = layer(x)
     return x

@@ -1,6 +1,6 @@
 """Named variants of SAC as settings of the same pieces (SACConfig fields, plus the driver's
-``utd``: gradient steps per environment step, and ``offline_ratio``: the offline share of each
-batch when offline data is given)."""
+``utd``: gradient steps per environment step, ``offline_ratio``: the offline share of each batch
+when offline data is given, and ``reset_every``: environment steps between resets)."""
 from __future__ import annotations
 
 PRESETS = {
@@ -20,6 +20,31 @@ PRESETS = {
     "rlpd": {"num_critics": 10, "num_target_critics": 2, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "critic_lr": 3e-4,
              "alpha_lr": 3e-4, "offline_ratio": 0.5},
+    # SimBa (Lee et al. 2024, "SimBa: Simplicity Bias for Scaling Up Parameters in Deep RL";
+    # SonyResearch/simba configs/agent/sac_simba.yaml, configs/base.yaml): SimBa networks, the
+    # critics of width 512 with 2 blocks, the actor of width 128 with 1 block, observations
+    # normalised by running statistics, AdamW with learning rates 1e-4 and weight decay 1e-2,
+    # initial temperature 0.01 learned at 1e-4, UTD 2, as published (4.2 M parameters per
+    # critic). Not carried over: the target entropy -act_dim / 2 (set --target-entropy), gamma
+    # from the episode length (TD-MPC2's heuristic; set --gamma), and the mean of the critics
+    # in place of their min on environments without terminations.
+    "simba": {"network": "simba", "hidden_sizes": (512, 512), "actor_hidden_sizes": (128,),
+              "normalize_obs": True, "actor_lr": 1e-4, "critic_lr": 1e-4, "alpha_lr": 1e-4,
+              "weight_decay": 1e-2, "init_alpha": 0.01, "utd": 2},
+    # BRO (Nauman et al. 2024, "Bigger, Regularized, Optimistic"; naumix/BiggerRegularizedOptimistic
+    # jaxrl/bro_minimal, jaxrl/networks): BroNet critics of width 512 with 2 blocks, an actor of
+    # width 256 with 1 block, AdamW (optax's weight decay 1e-4 on every parameter), learning
+    # rates 3e-4, replay ratio 10, the actor against the mean of the critics, and full resets
+    # (networks, targets, optimizers, temperature). Scaled: BRO resets at env steps 15k, 50k,
+    # 250k, 500k, 750k, ...; funcsac resets periodically, here every 50k, so that runs short
+    # enough for a CPU (at replay ratio 10, 100k steps take hours on 2 cores) reset at all. Not
+    # carried over: the quantile critics and optimistic exploration (the "O"), the mean of the
+    # critics in the TD target (funcsac takes their min), the target entropy -act_dim / 2 (set
+    # --target-entropy) and the temperature's Adam beta1 of 0.5.
+    "bro": {"network": "bronet", "hidden_sizes": (512, 512), "actor_hidden_sizes": (256,),
+            "actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4, "weight_decay": 1e-4,
+            "weight_decay_on": "all", "actor_q_reduction": "mean", "utd": 10,
+            "reset_every": 50_000},
     # CrossQ (Bhatt et al. 2024; sbx's CrossQ defaults): no target network, batch-renormalised
     # critics evaluated on the current and next pairs in one pass, an actor step every 3 critic
     # steps, learning rates 1e-3, Adam beta1 0.5. sbx's critics are 2048 wide; here they keep

@@ -14,7 +14,7 @@ from torch import nn
 
 from . import keys
 from .config import SACConfig
-from .networks import Params, cast_params, decay_mask, mlp, module_params, stack_params
+from .networks import NETWORKS, Params, cast_params, decay_mask, module_params, stack_params
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
 from .policy import POLICIES
@@ -108,15 +108,18 @@ _INIT_LOCK = threading.Lock()  # init_state seeds the process-wide torch RNG
 
 def _build(config: SACConfig, num_critics: int):
     """An actor module and a list of ``num_critics`` critic modules from the config's factories
-    (by default, those of its policy family)."""
+    (by default, the config's network for its policy family)."""
     family = POLICIES[config.policy]
-    sizes = (config.obs_dim, config.act_dim, config.hidden_sizes)
-    actor = (config.actor_factory(*sizes) if config.actor_factory
-             else mlp(config.obs_dim, family.head_size(config.act_dim), config.hidden_sizes))
+    dims = (config.obs_dim, config.act_dim)
+    actor_sizes = config.actor_hidden_sizes or config.hidden_sizes
+    actor = (config.actor_factory(*dims, actor_sizes) if config.actor_factory else
+             NETWORKS[config.network](config.obs_dim, family.head_size(config.act_dim),
+                                      actor_sizes))
     critic_factory = config.critic_factory or functools.partial(
         family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
-        batch_renorm=config.critic_batch_renorm, outputs=config.critic_outputs)
-    return actor, [critic_factory(*sizes) for _ in range(num_critics)]
+        batch_renorm=config.critic_batch_renorm, outputs=config.critic_outputs,
+        network=config.network)
+    return actor, [critic_factory(*dims, config.hidden_sizes) for _ in range(num_critics)]
 
 
 def static_for(config: SACConfig) -> Static:
@@ -168,6 +171,30 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
               **({"return": init_stats((), dev)} if config.scale_rewards else {})},
         static=static,
     )
+
+
+# the fields ``reset_params`` draws afresh
+RESET_FIELDS = ("actor", "critic", "target_critic", "actor_opt", "critic_opt", "alpha_opt",
+                "log_alpha")
+
+
+def reset_params(state: SACState) -> SACState:
+    """``state`` with its networks started over, as BRO's resets do (Nauman et al. 2024): new
+    actor and critic weights, targets equal to the new critics, zero Adam moments and counts,
+    and the temperature back at ``config.init_alpha`` (the fields ``RESET_FIELDS``).
+
+    The weights are those ``init_state`` draws from a seed made of a key split off
+    ``state.key``, which moves on; the step count, the dynamic hyperparameters and the running
+    statistics stay. A stack of states (a leading agent axis, as ``vmap`` takes them) resets each
+    agent from its own key. Eager only: it seeds torch's initialisers on the host.
+    """
+    if state.step.dim() > 0:
+        agents = [optree.tree_map(lambda x: x[i], state) for i in range(state.step.shape[0])]
+        return optree.tree_map(lambda *xs: torch.stack(xs), *map(reset_params, agents))
+    key, k_reset = keys.split(state.key, 2)
+    high, low = k_reset.tolist()
+    fresh = init_state(state.config, seed=(high << 32) | low)
+    return state.replace(key=key, **{name: getattr(fresh, name) for name in RESET_FIELDS})
 
 
 def _check_params(name: str, params: Params, template: nn.Module, lead: tuple) -> None:

@@ -31,6 +31,7 @@ OUT_OF_RANGE = {
     "priority_beta": 1.5, "priority_epsilon": 0.0, "offline_ratio": 1.0, "algorithm": "ppo",
     "num_quantiles": 0, "drop_quantiles": 25,
     "offline_data": "data\0.npz",  # a missing file is refused when the run starts (test_offline)
+    "network": "resnet", "actor_hidden_sizes": (0,), "reset_every": -1,
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
 

@@ -40,6 +40,7 @@ class RunSettings:
     batch_size: int = 256
     learning_starts: int = 5_000
     utd: int = 1
+    reset_every: int = 0
     n_step: int = 1
     prioritized: bool = False
     priority_alpha: float = 0.6
@@ -74,6 +75,9 @@ _HELP = {
     "batch_size": "transitions per gradient step",
     "learning_starts": "environment steps of uniform random actions before training",
     "utd": "gradient steps per environment step (update-to-data ratio)",
+    "reset_every": "environment steps between resets of every agent's networks, targets, "
+                   "optimizer moments and temperature, as BRO does (funcsac.reset_params; "
+                   "0: never)",
     "n_step": "environment steps per transition: n-step returns sum_k gamma^k r_k, bootstrapped "
               "with gamma^n, cut at episode ends",
     "prioritized": "prioritized experience replay: rows drawn in proportion to "
@@ -98,7 +102,12 @@ _HELP = {
     "wandb_project": "also log to this Weights & Biases project (needs funcsac[wandb]; empty: "
                      "no W&B)",
     "wandb_mode": "W&B mode: online, or offline (synced later with `wandb sync`)",
-    "hidden_sizes": "hidden layer widths of the actor and of each critic",
+    "hidden_sizes": "hidden layer widths of each critic (and of the actor, unless "
+                    "actor_hidden_sizes); with network simba or bronet one residual block per "
+                    "entry, all of the same width",
+    "actor_hidden_sizes": "hidden layer widths of the actor (none given: hidden_sizes)",
+    "network": "architecture of the actor and the critics: mlp, simba (SimBa's residual blocks) "
+               "or bronet (BRO's)",
     "num_critics": "critics in the ensemble (N)",
     "num_target_critics": "target critics the TD target takes the min over, drawn at random "
                           "from the N (REDQ's M; none: min(2, N))",
@@ -145,7 +154,8 @@ class _TrainConfigMethods:
     """Validation and conversions of ``TrainConfig``."""
 
     def __post_init__(self):
-        for name in ("hidden_sizes", "adam_betas"):  # SACConfig rejects other types
+        # lists from a config file become tuples (SACConfig rejects other types)
+        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas"):
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype", "wandb_project",
@@ -163,7 +173,7 @@ class _TrainConfigMethods:
         for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
                      "eval_episodes", "log_every", "n_step"):
             _positive_int(name, getattr(self, name))
-        for name in ("learning_starts", "eval_every", "checkpoint_every", "seed"):
+        for name in ("learning_starts", "eval_every", "checkpoint_every", "seed", "reset_every"):
             _positive_int(name, getattr(self, name), minimum=0)
         if self.autoreset_mode not in ("same-step", "next-step"):
             raise ValueError("TrainConfig.autoreset_mode must be 'same-step' or 'next-step', "

@@ -1,4 +1,5 @@
-"""The training loop: collect, learn, evaluate, record (logs, checkpoints).
+"""The training loop: collect, reset (BRO's periodic resets), learn, evaluate, record (logs,
+checkpoints).
 
 A run trains one agent, or several independent ones (seeds, a hyperparameter sweep) side by side
 with one vmapped update; per-agent arrays are laid out agent-major (``[agents * num_envs]``).
@@ -25,7 +26,7 @@ from ..act import act
 from ..batch import Batch
 from ..normalize import observe
 from ..policy import POLICIES
-from ..state import HParams, SACState, init_state
+from ..state import HParams, SACState, init_state, reset_params
 from ..stored_compile import compile_stored
 from ..update import METRIC_NAMES, update, update_with_aux
 from ..update_many import make_update_many
@@ -402,6 +403,12 @@ class Run:
             self.noise = _per_agent(lambda k: keys.normal(k, shape, torch.float64), p.noise_key)
         return self.noise[:, i]
 
+    def reset(self, before: int) -> None:
+        """Every agent's networks started over (``funcsac.reset_params``) when the last vector
+        step crossed a multiple of ``reset_every`` environment steps."""
+        if _crossed(before, self.progress.env_step, self.config.reset_every):
+            self.state = reset_params(self.state)
+
     def learn(self) -> None:
         """``utd * num_envs`` gradient steps per agent, once learning has started."""
         cfg, p = self.config, self.progress
@@ -569,6 +576,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
                                             "checkpoint written, continue with --resume")
                 before = run.progress.env_step
                 run.collect()
+                run.reset(before)
                 run.learn()
                 run.record(before)
             if run.retuned and run.progress.env_step == start:  # no step left: keep the change
