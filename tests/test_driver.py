@@ -118,7 +118,8 @@ def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["--env-id", "NoSuchEnv-v9"], "cannot create environment 'NoSuchEnv-v9'"),
-    (["--env-id", "CartPole-v1"], "unsupported action space Discrete"),
+    (["--env-id", "CartPole-v1", "--algorithm", "tqc"],
+     "SACConfig.algorithm must be one of ['sac'] for the categorical policy"),
     (["--resume"], "holds no run to continue"),
     (["--gamma", "2"], "SACConfig.gamma must be in"),
     (["--batch-size", "0"], "TrainConfig.batch_size must be an integer >= 1"),
