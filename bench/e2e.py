@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_md import write_block
+
 HERE = Path(__file__).parent
-BEGIN, END = "<!-- e2e begin -->", "<!-- e2e end -->"
 ORDER = ("funcsac-cold", "sbx", "funcsac-warm", "sb3", "funcsac-lr3e-4")
 
 
@@ -68,7 +69,7 @@ def summarize(path: Path) -> str:
     by = {}
     for r in runs:
         by.setdefault((r["task"], r["name"]), []).append(r)
-    lines = [BEGIN, "## End to end: whole training runs", "",
+    lines = ["## End to end: whole training runs", "",
              f"{data['machine']}; each library in its own process, interleaved, medians over "
              f"seeds {sorted({r['seed'] for r in runs})}; wall = process start to exit.", "",
              "| task | run | wall s | vs sbx | learn s | env steps/s | compile s | collect s | "
@@ -84,7 +85,7 @@ def summarize(path: Path) -> str:
                  *("-" if s != s else f"{s:.1f}" for s in split),
                  f"{_median(rs, 'peak_rss_mib'):.0f}", f"{_median(rs, 'final_return'):.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "![return against wall-clock seconds](e2e.png)", END]
+    lines += ["", "![return against wall-clock seconds](e2e.png)"]
     _plot(by, HERE / "e2e.png")
     return "\n".join(lines)
 
@@ -112,12 +113,7 @@ def _plot(by, out: Path) -> None:
 
 
 def write_results(section: str, results_md: Path = HERE / "RESULTS.md") -> None:
-    text = results_md.read_text() if results_md.exists() else "# Benchmark results\n"
-    if BEGIN in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    results_md.write_text(text)
+    write_block("e2e", section, results_md)
 
 
 def main(argv=None) -> None:

@@ -12,6 +12,9 @@ update) are checked at the end.
 import argparse
 import json
 from collections import defaultdict
+from pathlib import Path
+
+from results_md import blocks
 
 UPDATE_WORKLOADS = ("mujoco", "small", "redq")
 SPEEDUP_TARGETS = {"mujoco": 2.8, "small": 5.0, "redq": 3.3}
@@ -210,6 +213,7 @@ def main(argv=None):
         "## The driver's own cost per env step (Pendulum-v1, collect stage minus envs.step)",
         driver_table(rows),
     ]
+    sections += blocks(Path(args.out))  # the sections other scripts wrote (e2e, presets)
     with open(args.out, "w") as f:
         f.write("\n\n".join(sections) + "\n")
     chart(by, args.chart)

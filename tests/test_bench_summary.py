@@ -5,6 +5,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "bench"))
 import summarize  # noqa: E402
+from results_md import write_block  # noqa: E402
 
 
 def _bench(name, median, **info):
@@ -38,8 +39,13 @@ def test_summary_tables_ratios_and_targets(tmp_path):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data))
     out, chart = tmp_path / "RESULTS.md", tmp_path / "chart.png"
+    write_block("e2e", "## End to end\nold table", out)  # another script's section
+    write_block("presets", "## Presets\nold table", out)
+    write_block("presets", "## Presets\nnew table", out)  # replaced in place
     summarize.main([str(path), "--out", str(out), "--chart", str(chart)])
     text = out.read_text()
+    assert text.endswith("<!-- e2e begin -->\n## End to end\nold table\n<!-- e2e end -->\n\n"
+                         "<!-- presets begin -->\n## Presets\nnew table\n<!-- presets end -->\n")
     # mujoco: 10 ms / 4 ms = 2.5x speedup, below the 2.8x target; 582 MFLOP / 4 ms = 146 GFLOP/s
     assert ("| mujoco: funcsac compiled speedup vs imperative eager | >= 2.8 | 2.50 | missed |"
             in text)

@@ -1,0 +1,29 @@
+"""Sections of bench/RESULTS.md that scripts other than summarize.py write: each lies between
+``<!-- NAME begin -->`` and ``<!-- NAME end -->``, is replaced in place when written again, and
+survives a new summary."""
+import re
+from pathlib import Path
+
+RESULTS_MD = Path(__file__).parent / "RESULTS.md"
+_BLOCK = re.compile(r"<!-- (\w+) begin -->.*?<!-- \1 end -->", re.S)
+
+
+def markers(name: str) -> tuple:
+    return f"<!-- {name} begin -->", f"<!-- {name} end -->"
+
+
+def write_block(name: str, body: str, path: Path = RESULTS_MD) -> None:
+    """Put ``body`` (markdown) in the block ``name`` of ``path``: in place, or at the end."""
+    begin, end = markers(name)
+    section = f"{begin}\n{body.strip()}\n{end}"
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    if begin in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def blocks(path: Path = RESULTS_MD) -> list:
+    """The marked blocks of ``path`` (whole, markers included), in order."""
+    return [m.group(0) for m in _BLOCK.finditer(path.read_text())] if path.exists() else []
