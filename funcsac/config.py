@@ -86,7 +86,7 @@ class SACConfig:
     critic_factory: Optional[ModuleFactory] = None
     device: str = "cpu"
     dtype: torch.dtype = torch.float32
-    algorithm: str = "sac"  # the losses update trains with (funcsac.update.losses_for)
+    algorithm: str = "sac"  # the losses update trains with (funcsac.losses_for)
     policy: str = "tanh_gaussian"  # the policy family (funcsac.policy.POLICIES): or "categorical"
     num_quantiles: int = 25  # TQC: quantiles each critic outputs (K)
     drop_quantiles: int = 2  # TQC: top quantiles dropped from the target per critic (d)

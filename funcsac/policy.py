@@ -46,13 +46,13 @@ def tanh_gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
 
 class PolicyFamily:
     """The interface of a policy family, all that ``init_state``, ``act``, batch checks and the
-    driver use of one; the losses that train it are ``funcsac.update.losses_for``'s.
+    driver use of one; the losses that train it are ``funcsac.losses_for``'s.
 
     Sizes: ``act_dim`` is the action dimension of a continuous family and the number of actions
     of a discrete one. ``noise`` is standard normal ``[B, act_dim]``, from which a family draws
     its stochastic and uniformly random actions, so that a driver holds one kind of noise. To add
     a family: subclass this, add an instance to ``POLICIES`` (``SACConfig.policy`` names it) and
-    losses for it to ``funcsac.update.ALGORITHMS_BY_POLICY``.
+    losses for it to ``funcsac.ALGORITHMS_BY_POLICY``.
     """
 
     def head_size(self, act_dim: int) -> int:

@@ -170,6 +170,7 @@ def test_queued_priority_writes_equal_writes_in_call_order():
     buffer.sample(funcsac.keys.make_key(0), 3)
     assert not buffer.pending and torch.equal(buffer.tree.leaves, tree.leaves)
 
+
 def test_nstep_and_prioritized_run_resumes_exactly(tmp_path, monkeypatch):
     cfg = funcsac.TrainConfig(total_steps=900, learning_starts=300, eval_every=300,
                               checkpoint_every=300, seed=4, n_step=3, prioritized=True, **TINY)

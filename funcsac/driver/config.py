@@ -128,7 +128,7 @@ _HELP = {
     "adam_eps": "Adam's epsilon",
     "log_std_min": "lower bound of the policy's log standard deviation",
     "log_std_max": "upper bound of the policy's log standard deviation",
-    "algorithm": "the losses update trains with (funcsac.update.ALGORITHMS): sac, or a variant "
+    "algorithm": "the losses update trains with (funcsac.ALGORITHMS): sac, or a variant "
                  "(tqc)",
     "num_quantiles": "TQC (--algorithm tqc): quantiles of the return each critic outputs (K)",
     "drop_quantiles": "TQC: top quantiles per critic dropped from the pooled target (d; the "
