@@ -85,10 +85,9 @@ def check_batch(batch, config: SACConfig) -> None:
         x = getattr(batch, field)
         if x.is_floating_point() and not bool(torch.isfinite(x).all()):
             _fail(field, "finite values", "NaN or inf")
-    if not bool(POLICIES[config.policy].valid_actions(batch.action, config.act_dim)):
-        space = ("action indices in [0, act_dim)" if config.policy == "categorical"
-                 else "values in the policy's [-1, 1] space")
-        _fail("action", space, "values outside it")
+    family = POLICIES[config.policy]
+    if not bool(family.valid_actions(batch.action, config.act_dim)):
+        _fail("action", family.action_space, "values outside it")
     if bool((batch.horizon < 1).any()):
         _fail("horizon", "step counts >= 1", "values below 1")
     if bool((batch.weight < 0).any()):

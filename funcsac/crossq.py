@@ -19,7 +19,7 @@ from .batch import Batch
 from .losses import sample_action
 from .networks import Params, apply_critics_training
 from .state import SACState, Static
-from .update import ALGORITHMS, Losses
+from .update import ALGORITHMS, Losses, target_subset
 
 
 def crossq_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str, torch.Tensor]:
@@ -47,8 +47,7 @@ def crossq_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action
         static.critic, critic, torch.cat([obs, target["next_obs"]]),
         torch.cat([action, target["next_action"]]), k_pass)
     q, q_next = q_both[:, :B], q_both[:, B:].detach()
-    if cfg.num_target_critics < cfg.num_critics:
-        q_next = q_next[keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)]
+    q_next = target_subset(cfg, q_next, k_subset)
     y = target["reward"] + target["discount"] * (q_next.min(0).values + target["entropy"])
     loss = 0.5 * (weight * (q - y).square()).mean(-1).sum(0)
     return loss, {"q": q, "target": y, "buffers": stats}

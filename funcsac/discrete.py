@@ -18,7 +18,8 @@ from .batch import Batch
 from .networks import Params, _forward, critic_network, dropout_key_names, with_dropout_keys
 from .policy import POLICIES, PolicyFamily
 from .state import SACState, Static
-from .update import ALGORITHMS_BY_POLICY, Losses, bootstrap
+from .losses import reduce_critics
+from .update import ALGORITHMS_BY_POLICY, Losses, bootstrap, target_subset
 
 
 def apply_logits(template: nn.Module, params: Params, obs: torch.Tensor) -> torch.Tensor:
@@ -52,6 +53,8 @@ class Categorical(PolicyFamily):
     its index ``[B, 1]``. A sample is the Gumbel-max of the logits; the target entropy is
     ``0.89 * log n`` (CleanRL's SAC-Discrete scale; Christodoulou used 0.98)."""
 
+    action_space = "action indices in [0, act_dim)"
+
     def head_size(self, act_dim):
         return act_dim
 
@@ -80,22 +83,14 @@ class Categorical(PolicyFamily):
 POLICIES["categorical"] = Categorical()
 
 
-def _q_min(static: Static, critic: Params, obs: torch.Tensor, key, reduction: str = "min"):
-    q = apply_q_values(static.critic, critic, obs, key)  # [N, B, n]
-    return q.min(0).values if reduction == "min" else q.mean(0)
-
-
 def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     """``r + gamma^horizon * (1 - terminated) * sum_a pi(a|s') (min_M Q_target(s', a)
     - alpha * log pi(a|s'))`` [B]; the min over a random ``num_target_critics`` of the targets."""
     cfg, static = state.config, state.static
     k_subset, k_dropout = keys.split(key, 2)
     log_p = apply_logits(static.actor, state.actor, batch.next_obs)
-    target = state.target_critic
-    if cfg.num_target_critics < cfg.num_critics:
-        subset = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)
-        target = {k: v[subset] for k, v in target.items()}
-    q = _q_min(static, target, batch.next_obs, k_dropout)
+    target = target_subset(cfg, state.target_critic, k_subset)
+    q = reduce_critics(apply_q_values(static.critic, target, batch.next_obs, k_dropout), "min")
     soft_value = (log_p.exp() * (q - torch.exp(state.log_alpha) * log_p)).sum(-1)
     return bootstrap(state, batch, soft_value)
 
@@ -117,7 +112,8 @@ def discrete_actor_loss(actor: Params, critic: Params, static: Static, obs: torc
     ``config.actor_q_reduction``) over the critics; returns ``(loss, E_pi[log pi] [B])``, the
     negative entropy, which the temperature loss takes in place of a sampled log-prob."""
     log_p = apply_logits(static.actor, actor, obs)
-    q = _q_min(static, critic, obs, key, static.config.actor_q_reduction)
+    q = reduce_critics(apply_q_values(static.critic, critic, obs, key),
+                       static.config.actor_q_reduction)
     p = log_p.exp()
     return (p * (alpha * log_p - q)).sum(-1).mean(), (p * log_p).sum(-1)
 

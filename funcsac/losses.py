@@ -43,9 +43,15 @@ def actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
     cfg = static.config
     k_sample, k_dropout = keys.split(key, 2)
     a, log_prob = sample_action(actor, static, obs, k_sample)
-    q = apply_critics(static.critic, critic, obs, a, k_dropout)
-    q = q.min(0).values if cfg.actor_q_reduction == "min" else q.mean(0)
+    q = reduce_critics(apply_critics(static.critic, critic, obs, a, k_dropout),
+                       cfg.actor_q_reduction)
     return (alpha * log_prob - q).mean(), log_prob
+
+
+def reduce_critics(q: torch.Tensor, how: str) -> torch.Tensor:
+    """The critics' values ``q [N, ...]`` combined over the ensemble: their ``"min"`` or
+    ``"mean"``, ``[...]``."""
+    return q.min(0).values if how == "min" else q.mean(0)
 
 
 def temperature_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor,

@@ -55,6 +55,8 @@ class PolicyFamily:
     losses for it to ``funcsac.ALGORITHMS_BY_POLICY``.
     """
 
+    action_space = "actions of the policy's space"  # what valid actions are, for messages
+
     def head_size(self, act_dim: int) -> int:
         """The width of the actor network's output."""
         raise NotImplementedError
@@ -91,6 +93,8 @@ class PolicyFamily:
 class TanhGaussian(PolicyFamily):
     """Continuous actions in ``[-1, 1]^act_dim``: ``tanh`` of a Gaussian whose mean and raw
     log-std the actor outputs (``[B, 2 * act_dim]``)."""
+
+    action_space = "values in the policy's [-1, 1] space"
 
     def head_size(self, act_dim):
         return 2 * act_dim

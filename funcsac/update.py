@@ -43,12 +43,19 @@ def td_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     k_action, k_subset, k_dropout = keys.split(key, 3)
     next_action, next_log_prob = losses.sample_action(state.actor, static, batch.next_obs,
                                                       k_action)
-    target = state.target_critic
-    if cfg.num_target_critics < cfg.num_critics:
-        subset = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics)
-        target = {k: v[subset] for k, v in target.items()}
+    target = target_subset(cfg, state.target_critic, k_subset)
     q = apply_critics(static.critic, target, batch.next_obs, next_action, k_dropout)
     return bootstrap(state, batch, q.min(0).values - torch.exp(state.log_alpha) * next_log_prob)
+
+
+def target_subset(cfg, critics, key: torch.Tensor):
+    """A random ``num_target_critics`` of the N critics (REDQ's M) drawn with ``key``: the leading
+    axis of each tensor of ``critics`` (stacked parameters, or values ``[N, ...]``) indexed by the
+    same subset; all N (unchanged) when M = N."""
+    if cfg.num_target_critics == cfg.num_critics:
+        return critics
+    subset = keys.choice(key, cfg.num_critics, cfg.num_target_critics)
+    return pytree.tree_map(lambda x: x[subset], critics)
 
 
 def bootstrap(state: SACState, batch: Batch, next_value: torch.Tensor) -> torch.Tensor:

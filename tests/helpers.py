@@ -66,3 +66,44 @@ def assert_states_equal(a, b) -> None:
     """Every tensor of two states is bit-identical."""
     for x, y in zip(torch.utils._pytree.tree_leaves(a), torch.utils._pytree.tree_leaves(b)):
         assert torch.equal(x, y)
+
+
+def with_horizons_and_weights(batch: funcsac.Batch, seed: int) -> funcsac.Batch:
+    """``batch`` with random horizons in 1..3 and random weights in [0, 1) (from ``seed``)."""
+    g = torch.Generator().manual_seed(seed)
+    n, dt = len(batch.reward), batch.reward.dtype
+    return batch._replace(horizon=torch.randint(1, 4, (n,), generator=g).to(dt),
+                          weight=torch.rand(n, generator=g, dtype=dt))
+
+
+def assert_compiled_equals_eager(cfg, batch_for, steps: int, rtol: float, atol: float):
+    """``steps`` updates of ``torch.compile(funcsac.update, fullgraph=True)`` equal eager ones,
+    state and metrics after every step, with no recompile; ``batch_for(step)`` gives the batches.
+    Returns the compiled run's last state."""
+    import optree
+    torch._dynamo.reset()
+    compiled = torch.compile(funcsac.update, fullgraph=True)
+    eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
+    close = lambda a, b: torch.testing.assert_close(a, b, rtol=rtol, atol=atol)  # noqa: E731
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for step in range(steps):
+            batch = batch_for(step)
+            eager_state, eager_metrics = funcsac.update(eager_state, batch)
+            compiled_state, compiled_metrics = compiled(compiled_state, batch)
+            optree.tree_map(close, (compiled_state, compiled_metrics),
+                            (eager_state, eager_metrics))
+    return compiled_state
+
+
+def assert_vmap_equals_loop(cfg, batch_for, agents: int = 3, rtol=1e-10, atol=1e-12) -> None:
+    """One ``vmap(funcsac.update)`` over ``agents`` stacked states (seeds 0, 1, ...) equals an
+    update of each alone; agent ``s`` gets ``batch_for(10 + s)``."""
+    import optree
+    states = [funcsac.init_state(cfg, seed=s) for s in range(agents)]
+    batches = [batch_for(10 + s) for s in range(agents)]
+    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
+    together, metrics = torch.func.vmap(funcsac.update)(stack(states), stack(batches))
+    for i, (s, b) in enumerate(zip(states, batches)):
+        alone, alone_metrics = funcsac.update(s, b)
+        optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, rtol=rtol, atol=atol),
+                        (together, metrics), (alone, alone_metrics))

@@ -2,7 +2,6 @@
 independent implementation, running statistics as state, compiled == eager, vmap == loop, and
 the preset through the driver."""
 import numpy as np
-import optree
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,7 +9,8 @@ import torch.nn.functional as F
 import funcsac
 from funcsac.batch_renorm import BatchRenorm, batch_renorm
 from funcsac.crossq import crossq_critic_loss, crossq_target
-from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch
+from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal,
+                     assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch)
 
 CROSSQ = funcsac.presets.preset("crossq")
 
@@ -121,31 +121,15 @@ def test_update_keeps_running_statistics_as_state_and_needs_no_target_network():
 
 
 def test_compiled_update_equals_eager_without_recompiles():
-    torch._dynamo.reset()
-    compiled = torch.compile(funcsac.update, fullgraph=True)
     # float64: the biases before a batch normalisation have a gradient of 0 up to rounding, which
     # Adam's first steps scale to +-lr; float32's rounding (about 1e-9) is above Adam's eps
     cfg = crossq_config(num_critics=3, num_target_critics=2, dtype=torch.float64)
-    eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
-    with torch._dynamo.config.patch(error_on_recompile=True):
-        for step in range(3):
-            batch = make_batch(cfg, seed=step)
-            eager_state, eager_metrics = funcsac.update(eager_state, batch)
-            compiled_state, compiled_metrics = compiled(compiled_state, batch)
-            optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9),
-                            (compiled_state, compiled_metrics), (eager_state, eager_metrics))
+    assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, seed=step), 3, 1e-7, 1e-9)
 
 
 def test_vmap_over_agents_equals_a_loop():
     cfg = crossq_config(dtype=torch.float64)
-    states = [funcsac.init_state(cfg, seed=s) for s in range(3)]
-    batches = [make_batch(cfg, seed=10 + s) for s in range(3)]
-    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
-    together, metrics = torch.func.vmap(funcsac.update)(stack(states), stack(batches))
-    for i, (s, b) in enumerate(zip(states, batches)):
-        alone, alone_metrics = funcsac.update(s, b)
-        optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, rtol=1e-10, atol=1e-12),
-                        (together, metrics), (alone, alone_metrics))
+    assert_vmap_equals_loop(cfg, lambda seed: make_batch(cfg, seed=seed))
 
 
 def test_a_critic_that_cannot_run_in_training_mode_is_refused():

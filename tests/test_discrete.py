@@ -4,7 +4,6 @@ import copy
 import math
 
 import numpy as np
-import optree
 import pytest
 import torch
 from torch import nn
@@ -12,7 +11,8 @@ from torch import nn
 import funcsac
 from funcsac import keys
 from funcsac.driver.envs import check_spaces, scale_action
-from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
+from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal,
+                     assert_vmap_equals_loop, crash_then_resume, eval_rows)
 
 N_ACTIONS = 3
 
@@ -139,30 +139,14 @@ def test_sampled_actions_follow_the_policy_and_random_ones_are_uniform():
 
 
 def test_compiled_update_equals_eager_without_recompiles():
-    torch._dynamo.reset()
-    compiled = torch.compile(funcsac.update, fullgraph=True)
     cfg = discrete_config(num_critics=3, num_target_critics=2, critic_dropout=0.1,
                           critic_layer_norm=True)
-    eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
-    with torch._dynamo.config.patch(error_on_recompile=True):
-        for step in range(3):
-            batch = discrete_batch(cfg, seed=step)
-            eager_state, eager_metrics = funcsac.update(eager_state, batch)
-            compiled_state, compiled_metrics = compiled(compiled_state, batch)
-            optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5),
-                            (compiled_state, compiled_metrics), (eager_state, eager_metrics))
+    assert_compiled_equals_eager(cfg, lambda step: discrete_batch(cfg, seed=step), 3, 1e-4, 1e-5)
 
 
 def test_vmap_over_agents_equals_a_loop():
     cfg = discrete_config(dtype=torch.float64, num_critics=3, num_target_critics=2)
-    states = [funcsac.init_state(cfg, seed=s) for s in range(3)]
-    batches = [discrete_batch(cfg, seed=10 + s) for s in range(3)]
-    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
-    together, metrics = torch.func.vmap(funcsac.update)(stack(states), stack(batches))
-    for i, (s, b) in enumerate(zip(states, batches)):
-        alone, alone_metrics = funcsac.update(s, b)
-        optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, rtol=1e-10, atol=1e-12),
-                        (together, metrics), (alone, alone_metrics))
+    assert_vmap_equals_loop(cfg, lambda seed: discrete_batch(cfg, seed=seed))
 
 
 def test_bad_actions_and_settings_are_refused():

@@ -9,7 +9,8 @@ import torch
 
 import funcsac
 from funcsac.networks import _is_plain
-from helpers import TINY, assert_states_equal, crash_then_resume, make_batch, small_config
+from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal, crash_then_resume,
+                     make_batch, small_config)
 
 SIMBA = small_config(network="simba", hidden_sizes=(16, 16), actor_hidden_sizes=(8,),
                      num_critics=3, normalize_obs=True, policy_delay=2)
@@ -79,17 +80,8 @@ def test_networks_compute_their_published_forward_pass(cfg, reference, inner):
 
 
 def test_compiled_simba_update_equals_eager_without_recompile():
-    torch._dynamo.reset()
-    step = torch.compile(funcsac.update, fullgraph=True)
-    eager = compiled = funcsac.init_state(SIMBA, seed=0)
-    with torch._dynamo.config.patch(error_on_recompile=True):
-        for i in range(4):
-            batch = make_batch(SIMBA, seed=i)
-            eager, eager_metrics = funcsac.update(eager, batch)
-            compiled, compiled_metrics = step(compiled, batch)
-    close = lambda a, b: torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)  # noqa: E731
-    optree.tree_map(close, compiled, eager)
-    optree.tree_map(close, compiled_metrics, eager_metrics)
+    compiled = assert_compiled_equals_eager(SIMBA, lambda i: make_batch(SIMBA, seed=i), 4, 1e-4,
+                                            1e-5)
     assert compiled.step.item() == 4
 
 

@@ -9,7 +9,8 @@ import torch
 import funcsac
 from funcsac import keys, tqc
 from funcsac.cli import main
-from helpers import TINY, assert_states_equal, crash_then_resume, make_batch, small_config
+from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal, crash_then_resume,
+                     make_batch, small_config, with_horizons_and_weights)
 from reference import ReferenceTQC
 
 F64 = torch.float64
@@ -107,9 +108,7 @@ def test_update_matches_reference_step_by_step(case):
     for step in range(4):
         batch = make_batch(cfg, seed=step)
         if case == "horizon_weight":
-            g = torch.Generator().manual_seed(100 + step)
-            batch = batch._replace(horizon=torch.randint(1, 4, (32,), generator=g).double(),
-                                   weight=torch.rand(32, generator=g, dtype=F64))
+            batch = with_horizons_and_weights(batch, 100 + step)
         state, metrics = funcsac.update(state, batch)
         for name, value in ref.update(batch).items():
             torch.testing.assert_close(metrics[name], value, rtol=1e-9, atol=1e-10,
@@ -135,16 +134,7 @@ def test_td_error_compares_the_mean_quantile_with_the_mean_target():
 
 def test_compiled_equals_eager_without_recompile():
     cfg = _tqc(policy_delay=2)
-    torch._dynamo.reset()
-    compiled = torch.compile(funcsac.update, fullgraph=True)
-    eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
-    with torch._dynamo.config.patch(error_on_recompile=True):
-        for step in range(4):
-            batch = make_batch(cfg, seed=step)
-            eager_state, eager_metrics = funcsac.update(eager_state, batch)
-            compiled_state, compiled_metrics = compiled(compiled_state, batch)
-            _assert_trees_close(compiled_state, eager_state, rtol=1e-5, atol=1e-6)
-            _assert_trees_close(compiled_metrics, eager_metrics, rtol=1e-5, atol=1e-6)
+    assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, seed=step), 4, 1e-5, 1e-6)
 
 
 def test_vmapped_agents_equal_a_loop():

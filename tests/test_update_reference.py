@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import funcsac
-from helpers import make_batch, small_config
+from helpers import make_batch, small_config, with_horizons_and_weights
 from reference import ReferenceSAC
 
 CASES = {
@@ -27,9 +27,7 @@ def test_update_matches_reference(case):
     for step in range(7):
         batch = make_batch(cfg, seed=step)
         if case == "horizon_weight":
-            g = torch.Generator().manual_seed(100 + step)
-            batch = batch._replace(horizon=torch.randint(1, 4, (32,), generator=g).double(),
-                                   weight=torch.rand(32, generator=g, dtype=torch.float64))
+            batch = with_horizons_and_weights(batch, 100 + step)
         state, metrics = funcsac.update(state, batch)
         ref_metrics = ref.update(batch)
         for name, value in ref_metrics.items():
