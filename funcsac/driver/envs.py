@@ -69,9 +69,17 @@ def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
                    act_space.high.astype(np.float64), str(act_space.dtype))
 
 
+# funcsac's extra that installs what a family of environments needs, by gymnasium's name for it
+ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d"}
+
+
 def _make(env_id: str, **kwargs):
     try:
         return gym.make_vec(env_id, **kwargs) if "num_envs" in kwargs else gym.make(env_id, **kwargs)
+    except gym.error.DependencyNotInstalled as e:
+        extra = next((x for k, x in ENV_EXTRAS.items() if k in str(e).lower()), None)
+        hint = f"pip install 'funcsac[{extra}]'" if extra else "install what it names"
+        raise ValueError(f"cannot create environment {env_id!r}: {e} ({hint})") from e
     except gym.error.Error as e:
         raise ValueError(f"cannot create environment {env_id!r}: {e}") from e
 

@@ -12,6 +12,7 @@ fresh episode, with a warning.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable, Dict, List, Optional
 
 import gymnasium as gym
@@ -46,6 +47,7 @@ def register_env_state(cls: type, save: Callable[[object], EnvData],
 
 
 def _codec(layer) -> Optional[StateCodec]:
+    _register_mujoco()
     return next((_CODECS[c] for c in type(layer).__mro__ if c in _CODECS), None)
 
 
@@ -158,11 +160,14 @@ def _register_builtins() -> None:
              NormalizeObservation, NormalizeReward, ClipAction, RescaleAction)
     for cls in plain:
         register_env_state(cls, save_attributes, load_attributes)
-    try:
-        from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
-    except ImportError:  # mujoco not installed
-        return
-    register_env_state(MujocoEnv, save_mujoco, load_mujoco)
+
+
+def _register_mujoco() -> None:
+    """MuJoCo envs' codec, once gymnasium's MuJoCo module is loaded (making a MuJoCo env loads
+    it); funcsac never imports mujoco itself, so it imports and trains without it."""
+    module = sys.modules.get("gymnasium.envs.mujoco.mujoco_env")
+    if module is not None and module.MujocoEnv not in _CODECS:
+        register_env_state(module.MujocoEnv, save_mujoco, load_mujoco)
 
 
 _register_builtins()

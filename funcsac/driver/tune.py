@@ -188,7 +188,10 @@ def run_tune(settings: Optional[TuneSettings], storage, name: str = "funcsac-tun
     cluster can reach, or a local one), or, with ``resume``, continue the interrupted experiment
     there (its settings are read back). Returns Tune's ``ResultGrid``; writes ``best.png``, the
     curves of the best trials, into the experiment folder."""
-    from ray import tune
+    try:
+        from ray import tune
+    except ImportError as e:
+        raise ValueError(f"funcsac tune needs Ray Tune ({e}): pip install 'funcsac[tune]'") from e
     storage = Path(storage).resolve()
     path = storage / name
     if resume:
