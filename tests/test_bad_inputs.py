@@ -11,7 +11,7 @@ import torch
 import funcsac
 import toy_envs  # noqa: F401  (registers the funcsac-test/ envs)
 from funcsac.cli import main
-from funcsac.driver.checkpoint import load_checkpoint
+from funcsac.driver.checkpoint import CheckpointError, load_checkpoint
 from helpers import make_batch, small_config
 
 NAN = math.nan
@@ -161,3 +161,25 @@ def test_damaged_checkpoint_is_refused_and_the_run_is_untouched(tmp_path, capsys
     assert err.startswith("funcsac: error:") and re.search(message, err), err
     after = {p.name: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     assert after == before
+
+
+@pytest.mark.parametrize("device,message", [
+    pytest.param("cuda", r"'cuda' is not available: this torch has no CUDA \(torch .+\); "
+                 "available: cpu", marks=pytest.mark.skipif(torch.cuda.is_available(),
+                                                            reason="this torch has CUDA")),
+    ("cdua", r"'cdua' is not a torch device \(such as cpu, cuda, .*\); available: cpu"),
+], ids=["cuda", "typo"])
+def test_a_device_this_torch_cannot_use_is_named_with_those_it_can(tmp_path, capsys,
+                                                                    finished_run, device,
+                                                                    message):
+    assert main(["evaluate", str(finished_run), "--device", device]) == 2
+    assert re.match(f"funcsac: error: device {message}", capsys.readouterr().err)
+    assert main(["train", "--run-dir", str(tmp_path / "run"), "--device", device]) == 2
+    assert re.match(f"funcsac: error: TrainConfig.device {message}", capsys.readouterr().err)
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match=f"SACConfig.device {message}"):
+        small_config(device=device)
+    # checked before the checkpoint is read: the device is at fault, not the run
+    with pytest.raises(ValueError, match=f"^device {message}") as error:
+        funcsac.load(tmp_path / "no-run", device=device)
+    assert not isinstance(error.value, CheckpointError)

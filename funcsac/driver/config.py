@@ -8,7 +8,7 @@ import typing
 from pathlib import Path
 import torch
 
-from ..config import SACConfig
+from ..config import SACConfig, check_device
 from ..state import HParams
 from .agents import parse_sweep
 
@@ -169,6 +169,7 @@ class _TrainConfigMethods:
                                  f"{getattr(self, name)!r}")
         if not self.env_id:
             raise ValueError("TrainConfig.env_id must name a gymnasium environment, got ''")
+        check_device(self.device, "TrainConfig.device")
         parse_sweep(self.sweep)
         for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
                      "eval_episodes", "log_every", "n_step"):

@@ -11,6 +11,7 @@ import torch
 
 from .. import keys
 from ..act import act
+from ..config import check_device
 from ..state import SACState, init_state
 from .agents import AgentSpec, agent_specs, select, stack
 from .checkpoint import CHECKPOINT, CheckpointError, load_checkpoint, restore_state
@@ -70,7 +71,9 @@ class Agent:
 def load(run_dir: Union[str, Path], device: str = "cpu") -> Agent:
     """The agent(s) of the run in ``run_dir`` from its checkpoint, on ``device`` (a run trained
     on a GPU loads on the CPU). Raises ``CheckpointError`` (a ``ValueError``) when ``run_dir``
-    holds no funcsac run or its checkpoint is damaged or inconsistent."""
+    holds no funcsac run or its checkpoint is damaged or inconsistent, and ``ValueError`` for a
+    device this torch cannot use (before reading anything)."""
+    device = check_device(device)
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise CheckpointError(f"{run_dir} is not a directory: expected a funcsac run directory")
