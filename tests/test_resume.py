@@ -12,8 +12,7 @@ import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
 from funcsac.cli import main
 from funcsac.driver import checkpoint as checkpoint_module
 from funcsac.driver.checkpoint import load_checkpoint
-from helpers import TINY, crash_at_eval, eval_rows
-
+from helpers import TINY, assert_states_equal, crash_at_eval, eval_rows
 
 
 def _leaves(state):
@@ -51,6 +50,33 @@ def test_ring_buffer_wraps_across_checkpoints_and_resumes_exactly(tmp_path, monk
     # rows 450..700 are live: chunks 400-500, 500-600, 600-700; older ones were deleted
     assert chunks == ["000000000400-000000000500.pt", "000000000500-000000000600.pt",
                       "000000000600-000000000700.pt"]
+
+
+def test_a_longer_resume_keeps_prioritized_replays_beta_schedule(tmp_path):
+    """beta anneals to 1 over the total_steps a run began with: a 300-step run continued to 600
+    equals one stopped at 150 and continued to 600 (beta 1 from step 300 in both). A checkpoint
+    from before the horizon was kept anneals over its config's total_steps."""
+    cfg = funcsac.TrainConfig(total_steps=300, learning_starts=50, eval_every=150,
+                              checkpoint_every=0, prioritized=True, seed=3,
+                              **{**TINY, "log_every": 50})
+    longer = dataclasses.replace(cfg, total_steps=600)
+    funcsac.train(cfg, tmp_path / "a")
+    continued = funcsac.train(longer, tmp_path / "a", resume=True)
+    funcsac.train(cfg, tmp_path / "b", callbacks=[lambda report: report.step >= 150])
+    payload = load_checkpoint(tmp_path / "b" / "checkpoint.pt")
+    del payload["progress"]["beta_horizon"]  # as an older checkpoint
+    torch.save(payload, tmp_path / "b" / "checkpoint.pt")
+    stopped_early = funcsac.train(longer, tmp_path / "b", resume=True)
+    assert_states_equal(stopped_early.state, continued.state)
+    assert load_checkpoint(tmp_path / "b" / "checkpoint.pt")["progress"]["beta_horizon"] == 300
+
+
+def test_a_longer_resume_without_prioritized_replay_equals_a_run_of_the_new_length(tmp_path):
+    cfg = funcsac.TrainConfig(total_steps=100, learning_starts=50, eval_every=0, seed=3, **TINY)
+    longer = dataclasses.replace(cfg, total_steps=200)
+    funcsac.train(cfg, tmp_path / "a")
+    assert_states_equal(funcsac.train(longer, tmp_path / "a", resume=True).state,
+                        funcsac.train(longer, tmp_path / "b").state)
 
 
 def test_crafted_checkpoint_runs_no_code(tmp_path, capsys):

@@ -84,7 +84,7 @@ _HELP = {
                    "(|TD error| + epsilon)^alpha, importance-weighted in the critic loss",
     "priority_alpha": "prioritized replay: exponent of the priorities (0: uniform)",
     "priority_beta": "prioritized replay: importance-weight exponent at the start, annealed "
-                     "linearly to 1 at total_steps",
+                     "linearly to 1 at the total_steps the run began with (a resume keeps it)",
     "priority_epsilon": "prioritized replay: added to |TD error| so no row has priority 0",
     "offline_data": "offline transitions to learn from besides the online ones (RLPD): a .npz "
                     "dataset (funcsac collect) or a local Minari dataset directory; empty: none",

@@ -82,6 +82,7 @@ class Progress:
     evals: list
     timings: dict
     elapsed: float
+    beta_horizon: int  # prioritized replay's beta reaches 1 here: the total_steps at the start
     noise_key: Optional[torch.Tensor] = None  # [agents, 2]: the current noise block's key
     nstep: Optional[dict] = None  # the n-step queue's waiting transitions (NStepQueue.state_dict)
     discounted_return: Optional[np.ndarray] = None  # per sub-env, for reward scaling
@@ -243,7 +244,8 @@ class Run:
         obs, _ = self.envs.reset(seed=[e for s in self.seeds for e in s.envs])
         key = torch.stack([keys.make_key(s.loop, self.device) for s in self.seeds])
         return Progress(0, 0, key, obs, np.zeros(A * n, bool), np.zeros(A * n),
-                        np.zeros(A * n, int), [[] for _ in self.agents], [], {}, 0.0)
+                        np.zeros(A * n, int), [[] for _ in self.agents], [], {}, 0.0,
+                        beta_horizon=self.config.total_steps)
 
     def _restore(self, payload: dict) -> None:
         self.state = self._retune(restore_state(self.state, payload["agent"]), payload["config"])
@@ -255,7 +257,9 @@ class Run:
             buffer.load_priority_state(manifest)
         self.buffer_manifests = [{k: m[k] for k in ("capacity", "added", "chunks")}
                                  for m in payload["buffers"]]
-        self.progress = Progress.from_checkpoint(payload["progress"], self.device)
+        # a checkpoint from before beta_horizon annealed beta over its own config's total_steps
+        self.progress = Progress.from_checkpoint(
+            {"beta_horizon": payload["config"]["total_steps"], **payload["progress"]}, self.device)
         if self.nstep is not None:
             self.nstep.load_state_dict(self.progress.nstep)
         try:
@@ -439,8 +443,8 @@ class Run:
         agent's own, drawn with two keys split from the agent's."""
         cfg, A, B = self.config, len(self.agents), self.config.batch_size
         gamma = self.state.hparams.gamma.reshape(A)
-        beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(
-            1.0, self.progress.env_step / cfg.total_steps)
+        p = self.progress  # beta anneals to 1 over the steps the run began with
+        beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(1.0, p.env_step / p.beta_horizon)
         off = 0 if self.offline is None else offline_rows(B, cfg.offline_ratio)
         per_step = lambda x: x.reshape(k, -1, *x.shape[1:])  # noqa: E731  [k * m] -> [k, m]
         rows, positions = [], []
