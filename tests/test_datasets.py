@@ -110,6 +110,11 @@ def test_a_local_minari_dataset_loads_as_its_episodes(tmp_path, monkeypatch):
                 assert np.array_equal(x, y), field
         assert np.flatnonzero(loaded.truncated).tolist() == [19, 39, 46]
         assert not loaded.terminated.any() and loaded.action.dtype == np.float32
+    # the env id in its metadata is checked against the run's
+    load_dataset(path, PENDULUM, env_id="Pendulum-v1")
+    with pytest.raises(ValueError, match=f"{path} was recorded on Pendulum-v1, not on this "
+                                         "run's environment Other-v0"):
+        load_dataset(path, PENDULUM, env_id="Other-v0")
 
 
 def test_each_bad_dataset_is_refused_with_what_is_wrong(tmp_path, monkeypatch):

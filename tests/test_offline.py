@@ -135,6 +135,24 @@ def test_offline_settings_are_checked_before_anything_is_written(tmp_path, capsy
     assert run_files(tmp_path / "cli") == []
 
 
+def test_offline_data_of_another_environment_is_refused_unless_allowed(tmp_path, capsys):
+    # Pendulum-shaped transitions (3 observations, 1 action in [-2, 2]) of another env id
+    data = pendulum_dataset(tmp_path / "data")
+    t = load_dataset(data)
+    other = save_dataset(tmp_path / "other", t, "funcsac-test/OtherPendulum-v0")
+    args = ["train", "--run-dir", str(tmp_path / "run"), "--offline-data", str(other),
+            "--total-steps", "10", "--eval-episodes", "1", "--no-progress"]
+    assert main(args) == 2
+    assert (f"{other} was recorded on funcsac-test/OtherPendulum-v0, not on this run's "
+            "environment Pendulum-v1; to learn from it anyway, give --offline-any-env"
+            in capsys.readouterr().err)
+    assert run_files(tmp_path / "run") == []
+    assert main(args + ["--offline-any-env"]) == 0
+    run = new_run(config(offline_data=str(data)), tmp_path / "same")  # its own env: accepted
+    run.close()
+    assert run.offline.size == len(t.obs)
+
+
 def test_the_rlpd_preset_takes_the_data_from_the_command_line(tmp_path, monkeypatch):
     assert "offline_data" not in preset("rlpd")
     monkeypatch.chdir(tmp_path)

@@ -17,11 +17,12 @@ _AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "dev
                    "policy"}
 AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
 
-# settings a resumed run may change: its length, logging, and the dynamic hyperparameters (whose
-# new values replace the checkpointed ones)
+# settings a resumed run may change: its length, logging, the permission to learn from another
+# environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
+# ones)
 RESUME_MAY_CHANGE = ({"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
-                      "log_every", "compile", "progress", "wandb_project", "wandb_mode"}
-                     | set(HParams._fields))
+                      "log_every", "compile", "progress", "wandb_project", "wandb_mode",
+                      "offline_any_env"} | set(HParams._fields))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +49,7 @@ class RunSettings:
     priority_epsilon: float = 1e-6
     offline_data: str = ""
     offline_ratio: float = 0.5
+    offline_any_env: bool = False
     eval_every: int = 5_000
     eval_episodes: int = 10
     checkpoint_every: int = 5_000
@@ -90,6 +92,8 @@ _HELP = {
                     "dataset (funcsac collect) or a local Minari dataset directory; empty: none",
     "offline_ratio": "with offline_data: the fraction of each batch drawn from it (the rest from "
                      "the online replay buffer), in (0, 1)",
+    "offline_any_env": "with offline_data: learn from a dataset recorded on another environment "
+                       "than env_id (of the same sizes and action bounds); refused otherwise",
     "eval_every": "environment steps between evaluations (0: only at the end)",
     "eval_episodes": "deterministic-policy episodes per evaluation",
     "checkpoint_every": "environment steps between checkpoints (0: only at the end)",
@@ -163,7 +167,7 @@ class _TrainConfigMethods:
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TrainConfig.{name} must be a string, got "
                                  f"{getattr(self, name)!r}")
-        for name in ("async_envs", "compile", "progress", "prioritized"):
+        for name in ("async_envs", "compile", "progress", "prioritized", "offline_any_env"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TrainConfig.{name} must be true or false, got "
                                  f"{getattr(self, name)!r}")

@@ -33,19 +33,26 @@ class Transitions(NamedTuple):
     truncated: np.ndarray  # [T] bool
 
 
-def load_dataset(path: Union[str, Path], spec: Optional[EnvSpec] = None) -> Transitions:
+def load_dataset(path: Union[str, Path], spec: Optional[EnvSpec] = None,
+                 env_id: Optional[str] = None) -> Transitions:
     """The transitions in ``path``: a ``.npz`` written by ``save_dataset`` or a local Minari
     dataset directory (or its ``data`` folder). Checked against ``spec`` when given (sizes, and
-    actions within its bounds), else a Minari dataset's actions against its own action space.
+    actions within its bounds), else a Minari dataset's actions against its own action space;
+    with ``env_id``, refused if recorded on another environment (one that names none passes).
     Raises ``ValueError`` saying what is wrong."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{path} does not exist: {_EXPECTED}")
     if path.is_dir():
-        transitions, own_spec = _read_minari(path)
+        transitions, own_spec, recorded = _read_minari(path)
     else:
-        transitions, own_spec = _read_npz(path), None
-    return _checked(transitions, own_spec if spec is None else spec, str(path))
+        (transitions, recorded), own_spec = _read_npz(path), None
+    transitions = _checked(transitions, own_spec if spec is None else spec, str(path))
+    if env_id is not None and recorded is not None and recorded != env_id:
+        raise ValueError(f"{path} was recorded on {recorded}, not on this run's environment "
+                         f"{env_id}; to learn from it anyway, give --offline-any-env "
+                         "(TrainConfig.offline_any_env=True)")
+    return transitions
 
 
 def save_dataset(path: Union[str, Path], transitions: Transitions, env_id: str) -> Path:
@@ -87,12 +94,12 @@ def to_policy_actions(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
 
 
 def dataset_buffer(path: Union[str, Path], spec: EnvSpec, device, dtype=torch.float32,
-                   n_step: int = 1) -> ReplayBuffer:
-    """The dataset in ``path`` (read and checked by ``load_dataset``) as a full replay buffer of
-    its transitions, actions mapped to policy units [-1, 1]. With ``n_step > 1`` its rows are
+                   n_step: int = 1, env_id: Optional[str] = None) -> ReplayBuffer:
+    """The dataset in ``path`` (read and checked by ``load_dataset``, against ``env_id`` when
+    given) as a full replay buffer of its transitions, actions mapped to policy units [-1, 1]. With ``n_step > 1`` its rows are
     n-step transitions made by an ``NStepQueue`` exactly as online ones are, so they end at the
     dataset's episode ends."""
-    t = load_dataset(path, spec)
+    t = load_dataset(path, spec, env_id)
     t = t._replace(action=to_policy_actions(t.action, spec))
     if n_step == 1:
         rows = dict(obs=t.obs, action=t.action, reward=t.reward, next_obs=t.next_obs,
@@ -108,7 +115,9 @@ def dataset_buffer(path: Union[str, Path], spec: EnvSpec, device, dtype=torch.fl
     return buffer
 
 
-def _read_npz(path: Path) -> Transitions:
+def _read_npz(path: Path) -> Tuple[Transitions, Optional[str]]:
+    """The transitions of a funcsac ``.npz`` and the env id it was recorded on (None: not
+    named)."""
     if not zipfile.is_zipfile(path):
         raise ValueError(f"{path}: unknown format; {_EXPECTED}")
     try:
@@ -125,12 +134,14 @@ def _read_npz(path: Path) -> Transitions:
     missing = [name for name in Transitions._fields if name not in arrays]
     if missing:
         raise ValueError(f"{path} lacks the arrays {', '.join(missing)}")
-    return Transitions(*(arrays[name] for name in Transitions._fields))
+    env_id = str(arrays["env_id"]) if "env_id" in arrays else None
+    return Transitions(*(arrays[name] for name in Transitions._fields)), env_id
 
 
-def _read_minari(path: Path) -> Tuple[Transitions, EnvSpec]:
-    """The transitions of the Minari dataset in ``path`` and the spec of its spaces; each
-    episode's last row is marked truncated unless it terminates."""
+def _read_minari(path: Path) -> Tuple[Transitions, EnvSpec, Optional[str]]:
+    """The transitions of the Minari dataset in ``path``, the spec of its spaces and the env id
+    its metadata names (None: none); each episode's last row is marked truncated unless it
+    terminates."""
     folder = next((f for f in (path / "data", path) if (f / "metadata.json").is_file()), None)
     if folder is None:
         raise ValueError(f"{path} is a directory without data/metadata.json: {_EXPECTED}")
@@ -166,7 +177,8 @@ def _read_minari(path: Path) -> Tuple[Transitions, EnvSpec]:
             columns[field].append(np.asarray(x))
     if not columns["obs"]:
         raise ValueError(f"{name} in {path} holds no transitions (empty dataset)")
-    return Transitions(*(np.concatenate(xs) for xs in columns.values())), spec
+    env_id = None if dataset.env_spec is None else dataset.env_spec.id
+    return Transitions(*(np.concatenate(xs) for xs in columns.values())), spec, env_id
 
 
 def _checked(t: Transitions, spec: Optional[EnvSpec], source: str) -> Transitions:

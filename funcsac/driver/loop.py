@@ -204,7 +204,8 @@ class Run:
                              f"{config.env_id} has discrete actions")
         if config.offline_data:
             self.offline = dataset_buffer(config.offline_data, self.spec, self.device,
-                                          self.sac_config.dtype, config.n_step)
+                                          self.sac_config.dtype, config.n_step,
+                                          None if config.offline_any_env else config.env_id)
         self.state = stack([with_overrides(init_state(self.sac_config, seed=s.agent), a)
                             for a, s in zip(self.agents, self.seeds)])
         priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
