@@ -96,9 +96,9 @@ def to_policy_actions(action: np.ndarray, spec: EnvSpec) -> np.ndarray:
 def dataset_buffer(path: Union[str, Path], spec: EnvSpec, device, dtype=torch.float32,
                    n_step: int = 1, env_id: Optional[str] = None) -> ReplayBuffer:
     """The dataset in ``path`` (read and checked by ``load_dataset``, against ``env_id`` when
-    given) as a full replay buffer of its transitions, actions mapped to policy units [-1, 1]. With ``n_step > 1`` its rows are
-    n-step transitions made by an ``NStepQueue`` exactly as online ones are, so they end at the
-    dataset's episode ends."""
+    given) as a full replay buffer of its transitions, actions mapped to policy units [-1, 1].
+    With ``n_step > 1`` its rows are n-step transitions made by an ``NStepQueue`` exactly as
+    online ones are, so they end at the dataset's episode ends."""
     t = load_dataset(path, spec, env_id)
     t = t._replace(action=to_policy_actions(t.action, spec))
     if n_step == 1:
