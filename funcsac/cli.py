@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .driver.config import TrainConfig, help_text, load_config_file
 from .driver.tune import SCHEDULERS
-from .presets import PRESETS, preset
+from .presets import NEEDS_OFFLINE_DATA, PRESETS, preset
 
 _DEFAULTS = TrainConfig()
 
@@ -161,6 +161,9 @@ def _train_config(args) -> TrainConfig:
     values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
                    if hasattr(args, f.name)})
     data = values.get("offline_data")
+    if args.preset in NEEDS_OFFLINE_DATA and not data:
+        raise ValueError(f"--preset {args.preset} needs --offline-data PATH (a .npz from "
+                         "`funcsac collect` or a Minari dataset)")
     if data and isinstance(data, str):  # absolute: found by --resume and Tune trials elsewhere
         values["offline_data"] = str(Path(data).expanduser().absolute())
     return TrainConfig.from_dict(values)

@@ -60,6 +60,9 @@ PRESETS = {
             "critic_lr": 3e-4, "alpha_lr": 3e-4},
 }
 
+# presets that learn from offline data, which the preset cannot carry: refused without it
+NEEDS_OFFLINE_DATA = {"rlpd"}
+
 
 def preset(name: str) -> dict:
     """The settings of a named variant (a new dict); ``ValueError`` for an unknown name."""

@@ -163,8 +163,18 @@ def test_the_rlpd_preset_takes_the_data_from_the_command_line(tmp_path, monkeypa
     assert (cfg.offline_data, cfg.offline_ratio, cfg.utd, cfg.num_critics) == (
         str(tmp_path / "expert.npz"), 0.25, 20, 10)
     assert cfg.critic_layer_norm and cfg.actor_q_reduction == "mean"
-    assert _train_config(build_parser().parse_args(
-        ["train", "--run-dir", "x", "--preset", "rlpd"])).offline_ratio == 0.5
+
+
+@pytest.mark.parametrize("command", [["train", "--run-dir", "run"], ["tune", "--storage", "s"]])
+def test_the_rlpd_preset_without_offline_data_is_refused(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)
+    for module, name in ((funcsac.driver, "train"), (funcsac.driver.tune, "run_tune")):
+        monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("a run started"))
+    assert main(command + ["--preset", "rlpd", "--no-progress"]) == 2
+    assert capsys.readouterr().err == (
+        "funcsac: error: --preset rlpd needs --offline-data PATH (a .npz from `funcsac collect` "
+        "or a Minari dataset)\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_resume_with_offline_data_is_exact(tmp_path, monkeypatch):
