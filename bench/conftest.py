@@ -21,5 +21,6 @@ def device(request):
 @pytest.fixture(autouse=True, scope="session")
 def _cpu_hygiene():
     torch.set_flush_denormal(True)
-    # the compile store follows inductor's cache folder, which cold-compile measurements empty
-    os.environ.pop("FUNCSAC_COMPILE_STORE", None)
+    # the compile store goes in inductor's cache folder, which cold-compile measurements empty
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    os.environ["FUNCSAC_COMPILE_STORE"] = os.path.join(cache_dir(), "funcsac")

@@ -39,8 +39,8 @@ def run_all(task: str, seeds, path: Path) -> list:
     results = []
     for seed in seeds:
         with tempfile.TemporaryDirectory() as cache:  # empty for the cold run, then warm
-            env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-            env.pop("FUNCSAC_COMPILE_STORE", None)  # the store then lives in that cache folder
+            env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache,
+                   "FUNCSAC_COMPILE_STORE": os.path.join(cache, "funcsac")}
             for name in ORDER:
                 library = name.replace("-cold", "").replace("-warm", "")
                 result = run_child(library, task, seed, env)

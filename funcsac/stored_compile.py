@@ -2,41 +2,67 @@
 code, inputs and machine (about a second) instead of compiling again (tens of seconds).
 
 ``compile_stored(fn, args, name)`` compiles ``fn`` ahead of time with AOTInductor for the exact
-pytree structure, shapes, dtypes and devices of ``args`` and saves it under a key made of ``name``,
-that structure, funcsac's own source files, the torch and Python versions and the machine (CPU
-flags, GPU model). The saved function has no guards: each call checks that its inputs still have
-the structure, shapes, dtypes and devices it was compiled for and raises ``ValueError`` if not.
-``name`` stands for ``fn``'s code: give a new name when you change code outside funcsac.
+pytree structure, shapes, dtypes and devices of ``args`` and saves it under a key made of
+``name``, that structure (the configs' static fields included), what ``fn`` computes and the code
+each state's config chooses (``funcsac.fingerprint`` of ``fn``, of the losses ``losses_for``
+gives, of the policy family and of the network factories: their code, closures and the functions
+they call, user code included), funcsac's own source files, the torch, numpy, optree and Python
+versions and the machine (CPU flags, GPU model). The saved function has no guards: each call
+checks that its inputs still have the structure, shapes, dtypes and devices it was compiled for
+and raises ``ValueError`` if not.
 
 The key leaves out the config fields that only give the initial values of the state's dynamic
 hyperparameters (``INITIAL_VALUE_FIELDS``): runs that differ only in those share one compiled
 function, so a stored function must read them from ``state.hparams``, never from the config, as
 funcsac's own functions do.
 
-The store is ``$FUNCSAC_COMPILE_STORE``, else ``funcsac/`` in torch inductor's cache folder
-(``TORCHINDUCTOR_CACHE_DIR``), so clearing that cache clears both.
+Loading a compiled function unpickles it and runs its shared library, so the store trusts only
+what this user wrote. It is a private directory: ``$FUNCSAC_COMPILE_STORE``, else
+``funcsac/compile`` in ``$XDG_CACHE_HOME`` (else ``~/.cache``), created with mode 0700 and refused
+when another user owns it or its group or others may write to it. Each file starts with the
+HMAC-SHA256 of the rest under the store's random key (the file ``key``, mode 0600, refused when
+another user owns it or others may read it), checked on the bytes read once, before anything is
+unpickled; a file that fails is removed and compiled again. A function's library is built in a
+folder of its own in the store, which the function records; the stored file holds the folder's
+files, and loading writes them back before torch loads the library, so neither inductor's cache
+nor another compile changes what a stored function runs. Files are written whole to a temporary
+file, then renamed.
+
+Where the store cannot be used (``fn`` or the code its inputs choose cannot be fingerprinted, the
+store is refused, AOTInductor fails), ``fn`` is compiled with ``torch.compile``, after a warning.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import hashlib
+import hmac
+import io
 import os
+import pickle
 import platform
+import secrets
+import shutil
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
+import numpy
 import optree
 import torch
 from torch._guards import TracingContext, tracing
 
 from .compile import compile_update
 from .config import INITIAL_VALUE_FIELDS
+from .fingerprint import Unfingerprintable, fingerprint
+from .policy import POLICIES
 from .state import SACState, static_for
+from .update import losses_for
 
 STORE_ENV = "FUNCSAC_COMPILE_STORE"
+KEY_FILE, KEY_BYTES, MAC_BYTES = "key", 32, 32
 # CPU kernels are written as scalar loops (g++ vectorises them) and the wrapper is built without
 # optimisation or precompiled headers: a third of the compile time, and the same update time,
 # since the matrix products, not these loops, dominate an update
@@ -46,12 +72,135 @@ OPTIONS = {"use_aoti": True, "guard_filter_fn": torch.compiler.skip_all_guards_u
            "aot_inductor.enable_line_tables": False}
 
 
+class UnsafeStore(OSError):
+    """A store that other users could have written to (or whose key they could read)."""
+
+
 def store_dir() -> Path:
-    """Where compiled functions are kept."""
+    """Where compiled functions are kept: ``$FUNCSAC_COMPILE_STORE``, else ``funcsac/compile``
+    in the user's cache folder (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
     if os.environ.get(STORE_ENV):
         return Path(os.environ[STORE_ENV])
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
-    return Path(cache_dir()) / "funcsac"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "funcsac/compile"
+
+
+def _check_private(st: os.stat_result, what: str, forbidden: int) -> None:
+    """Raise ``UnsafeStore`` unless ``st`` belongs to this user and its mode has none of the
+    permission bits ``forbidden``."""
+    if st.st_uid != os.geteuid():
+        raise UnsafeStore(f"{what} belongs to user {st.st_uid}, not to this user "
+                          f"({os.geteuid()})")
+    if st.st_mode & forbidden:
+        raise UnsafeStore(f"{what} has mode {st.st_mode & 0o777:o}: it must grant group and "
+                          f"others none of {forbidden:o}")
+
+
+def _write_temporary(directory: Path, prefix: str, data: bytes) -> str:
+    """The path of a new file in ``directory`` (mode 0600) holding ``data``, flushed to disk."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _create_key(path: Path) -> None:
+    """A new random key at ``path`` (mode 0600), unless one is there: it appears whole or not at
+    all (a linked temporary file), so concurrent processes all end up with the first one."""
+    tmp = _write_temporary(path.parent, ".key-", secrets.token_bytes(KEY_BYTES))
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+
+
+def store_key(directory: Path) -> bytes:
+    """The secret key of the store ``directory``, which is created (mode 0700) if need be, and
+    its key too. Raises ``UnsafeStore`` when the directory belongs to another user or its group
+    or others may write to it, or the key file belongs to another user or its group or others
+    may use it."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_private(os.stat(directory), f"compile store {directory}", 0o022)
+    path = directory / KEY_FILE
+    if not path.exists():
+        _create_key(path)
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+        _check_private(os.fstat(f.fileno()), f"compile store key {path}", 0o077)
+        key = f.read()
+    if len(key) != KEY_BYTES:
+        raise UnsafeStore(f"compile store key {path} does not hold {KEY_BYTES} bytes")
+    return key
+
+
+def _mac(key: bytes, body: bytes) -> bytes:
+    return hmac.new(key, body, hashlib.sha256).digest()
+
+
+def _verified(key: bytes, data: bytes) -> Optional[bytes]:
+    """The body of a stored file's bytes ``data`` (its HMAC under ``key``, then the body) when
+    the HMAC is right, else ``None``."""
+    mac, body = data[:MAC_BYTES], data[MAC_BYTES:]
+    return body if hmac.compare_digest(mac, _mac(key, body)) else None
+
+
+def _restore(directory: Path, body: bytes) -> bytes:
+    """The serialized function of the verified ``body`` of a stored file of ``directory``, after
+    writing the files of its build folder back there, whatever is there now: the function loads
+    its shared library from that folder."""
+    stored = pickle.loads(body)
+    build = directory / Path(stored["build"]).name
+    build.mkdir(mode=0o700, exist_ok=True)
+    for name, data in stored["files"].items():
+        target = build / Path(name).name
+        os.replace(_write_temporary(build, target.name + ".", data), target)
+    return stored["function"]
+
+
+def _load(path: Path, key: bytes) -> Optional[Callable]:
+    """The compiled function stored at ``path``; ``None`` when there is none, or when it is not
+    signed with ``key`` or cannot be loaded (then it is removed, with a warning)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    body = _verified(key, data)
+    if body is None:
+        why = "is not signed with this store's key (damaged, or not written by this user)"
+    else:
+        try:
+            function = _restore(path.parent, body)
+            return torch.compiler.load_compiled_function(io.BytesIO(function))
+        except Exception as e:  # signed but foreign to this torch: compile again and replace it
+            why = f"cannot be loaded ({e!r})"
+    warnings.warn(f"{path} {why}; removed, compiling again", stacklevel=3)
+    path.unlink(missing_ok=True)
+    return None
+
+
+def _compile_ahead(fn: Callable, args: tuple, build: Path):
+    """``fn`` compiled ahead of time for ``args`` (contiguous), its shared library built in the
+    folder ``build``, which the compiled function records."""
+    # static shapes whatever earlier compiles of the same code saw; a copy of the options, since
+    # torch.compile pops entries from them
+    options = {**OPTIONS, "aot_inductor.output_path": str(build)}
+    return torch.compile(fn, fullgraph=True, dynamic=False, options=options).aot_compile(
+        (args, {}))
+
+
+def _save(path: Path, key: bytes, compiled, build: Path) -> None:
+    """``compiled`` (``_compile_ahead``'s) saved at ``path`` with the files of its build folder
+    ``build``, signed with ``key``; the file is replaced whole."""
+    body = pickle.dumps({"function": type(compiled).serialize(compiled).serialized_data,
+                         "build": build.name,
+                         "files": {f.name: f.read_bytes() for f in build.iterdir() if f.is_file()}})
+    os.replace(_write_temporary(path.parent, path.name + ".", _mac(key, body) + body), path)
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,8 +218,9 @@ def _environment() -> str:
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
     options = {k: getattr(v, "__qualname__", v) for k, v in OPTIONS.items()}
-    return "\n".join([sources.hexdigest(), torch.__version__, sys.version, platform.machine(),
-                      cpu, repr(gpus), repr(options)])
+    return "\n".join([sources.hexdigest(), torch.__version__, numpy.__version__,
+                      optree.__version__, sys.version, platform.machine(), cpu, repr(gpus),
+                      repr(options)])
 
 
 def signature(args) -> tuple:
@@ -107,17 +257,34 @@ def _first_static(args):
     return next((x.static for x in args if isinstance(x, SACState)), None)
 
 
-def artifact_key(name: str, args: tuple) -> Optional[str]:
-    """The store key of ``fn`` named ``name`` compiled for ``args``; ``None`` when ``args`` hold
-    something whose description varies between processes (e.g. a function in a config)."""
-    static = _first_static(args)
-    if static is not None:  # initial hyperparameter values do not enter the compiled graph
-        defaults = {f.name: f.default for f in dataclasses.fields(static.config)
-                    if f.name in INITIAL_VALUE_FIELDS}
-        args = _with_static(args, static_for(dataclasses.replace(static.config, **defaults)))
-    text = f"{name}\n{signature(args)}"
+def _keyed_config(config):
+    """``config`` as the key holds it: initial hyperparameter values at their defaults (they do
+    not enter the compiled graph) and no network factories (``_chosen_code`` has them)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(config)
+                if f.name in INITIAL_VALUE_FIELDS}
+    return dataclasses.replace(config, actor_factory=None, critic_factory=None, **defaults)
+
+
+def _chosen_code(config) -> tuple:
+    """The code ``config`` chooses by name or holds: its losses, policy family and factories."""
+    return (losses_for(config), POLICIES[config.policy], config.actor_factory,
+            config.critic_factory)
+
+
+def artifact_key(fn: Callable, args: tuple, name: str) -> str:
+    """The store key of ``fn`` named ``name`` compiled for ``args``: a hash of ``name``, the
+    fingerprint of ``fn`` and of the code each state's config chooses, ``signature(args)`` with
+    each config as ``_keyed_config`` gives it, and ``_environment()``. Raises
+    ``Unfingerprintable`` for code or inputs without a description that holds across
+    processes."""
+    states = [x for x in args if isinstance(x, SACState)]
+    code = fingerprint((fn, [_chosen_code(s.config) for s in states]))
+    keyed = tuple(x.replace(static=static_for(_keyed_config(x.config)))
+                  if isinstance(x, SACState) else x for x in args)
+    text = f"{name}\n{code}\n{signature(keyed)}"
     if " at 0x" in text:
-        return None
+        raise Unfingerprintable("the inputs' structure", "holds an object described by its "
+                                "address, which differs between processes")
     return hashlib.sha256((_environment() + "\n" + text).encode()).hexdigest()[:32]
 
 
@@ -160,33 +327,29 @@ def _unstored(fn: Callable, why: str) -> Callable:
 def compile_stored(fn: Callable, args: tuple, name: str,
                    directory: Optional[Path] = None) -> Callable:
     """``fn`` compiled (``fullgraph``) for calls shaped like ``fn(*args)``: loaded from the store
-    when an equal key was compiled before, else compiled ahead of time and saved there. Falls back
-    to ``torch.compile(fn, fullgraph=True)``, with a warning, where that is impossible."""
-    key = artifact_key(name, args)
-    if key is None:
-        return _unstored(fn, f"{name}: its inputs cannot be described across processes (they "
-                         "hold a function or an object without a stable repr); compiled without "
-                         "the store")
-    path = Path(directory or store_dir()) / f"{name}-{key}.pt2"
-    if path.exists():
-        try:
-            with open(path, "rb") as f:
-                return StoredFunction(torch.compiler.load_compiled_function(f), args, path,
-                                      loaded=True)
-        except Exception as e:  # a damaged or foreign file: compile again and replace it
-            warnings.warn(f"{path} cannot be loaded ({e!r}); compiling again", stacklevel=2)
-    args = _contiguous(_flatten(args))
+    ``directory`` (default ``store_dir()``) when an equal key was compiled before, else compiled
+    ahead of time and saved there. Falls back to ``torch.compile(fn, fullgraph=True)``, with a
+    warning, where the store cannot be used (see the module's docstring)."""
+    directory = Path(directory or store_dir())
     try:
-        # static shapes whatever earlier compiles of the same code saw; a copy of the options,
-        # since torch.compile pops entries from them
-        compiled = torch.compile(fn, fullgraph=True, dynamic=False,
-                                 options=dict(OPTIONS)).aot_compile((args, {}))
+        path = directory / f"{name}-{artifact_key(fn, args, name)}.pt2"
+        key = store_key(directory)
+    except (Unfingerprintable, OSError) as e:
+        return _unstored(fn, f"{name} compiled without the store: {e}")
+    compiled = _load(path, key)
+    if compiled is not None:
+        return StoredFunction(compiled, args, path, loaded=True)
+    args = _contiguous(_flatten(args))
+    # a new folder for each compile: a compile elsewhere never overwrites a library in use
+    build = Path(tempfile.mkdtemp(dir=directory, prefix=f".{path.stem}-"))
+    try:
+        compiled = _compile_ahead(fn, args, build)
     except Exception as e:
+        shutil.rmtree(build, ignore_errors=True)
         return _unstored(fn, f"{name} cannot be compiled ahead of time ({type(e).__name__}: "
                          f"{e}); compiled with torch.compile instead, not stored")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        compiled.save_compiled_function(str(path))
+        _save(path, key, compiled, build)
     except OSError as e:
         warnings.warn(f"compiled {name} could not be saved to {path} ({e})", stacklevel=2)
     return StoredFunction(compiled, args, path, loaded=False)

@@ -1,10 +1,16 @@
 """Compiled functions kept on disk: same numbers as eager, loaded by a new process, keyed by
-everything that shapes the compiled code, and refusing inputs they were not compiled for."""
+everything that shapes the compiled code (user code included), refusing inputs they were not
+compiled for, and loading only files this user's store signed, from a private directory."""
 import dataclasses
+import hashlib
+import hmac
 import os
+import pickle
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 import torch
@@ -12,7 +18,7 @@ import torch.utils._pytree as pytree
 
 import funcsac
 from funcsac.driver.agents import stack, vmap_agents
-from funcsac.stored_compile import artifact_key, compile_stored
+from funcsac.stored_compile import artifact_key, compile_stored, store_dir, store_key
 from helpers import TINY, eval_rows, make_batch, small_config
 
 CFG = small_config(policy_delay=2)
@@ -52,19 +58,27 @@ def test_stored_update_equals_eager_step_after_step(stored):
 
 
 def test_a_new_process_loads_the_stored_update_and_gets_the_same_numbers(stored, tmp_path):
+    """Whatever the update's build folder holds now: the stored file restores its library."""
     fn, store = stored
     state, batch = _two_agents()
     here = fn(*fn(state, batch)[:1], batch)[0]
+    libraries = list(store.glob(".test-agents-*/*.so"))
+    assert libraries
+    for library in libraries:  # a new file: this process has the library mapped
+        library.unlink()
+        library.write_bytes(b"not the compiled library")
     script = textwrap.dedent(f"""
-        import sys, torch
+        import sys, time, torch
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         import funcsac
         from funcsac.driver.agents import vmap_agents
         from test_stored_compile import _two_agents
         state, batch = _two_agents()
+        start = time.perf_counter()
         fn = funcsac.compile_stored(vmap_agents(funcsac.update, 2), (state, batch),
                                     "test-agents", {str(store)!r})
         assert fn.loaded
+        print(f"stored update loaded in {{time.perf_counter() - start:.2f}} s")
         torch.save(fn(fn(state, batch)[0], batch)[0].critic, {str(tmp_path / "out.pt")!r})
     """)
     subprocess.run([sys.executable, "-c", script], check=True)
@@ -83,22 +97,79 @@ def test_inputs_it_was_not_compiled_for_are_refused(stored):
         fn(state.replace(step=state.step.double()), batch)
 
 
-def test_the_key_holds_structure_but_not_initial_hyperparameter_values():
+def _doubled_critic_loss(*args):
+    loss, q = funcsac.critic_loss(*args)
+    return 2 * loss, q
+
+
+def _halved_critic_loss(*args):
+    loss, q = funcsac.critic_loss(*args)
+    return loss / 2, q
+
+
+def test_the_key_holds_structure_and_code_but_not_initial_hyperparameter_values(monkeypatch):
     state, batch = funcsac.init_state(CFG), make_batch(CFG)
 
-    def key(**changes):
+    def key(fn=funcsac.update, name="update", **changes):
         cfg = dataclasses.replace(CFG, **changes)
-        return artifact_key("update", (funcsac.init_state(cfg), make_batch(cfg)))
+        return artifact_key(fn, (funcsac.init_state(cfg), make_batch(cfg)), name)
 
-    assert key() == artifact_key("update", (state, batch))
+    assert key() == artifact_key(funcsac.update, (state, batch), "update")
     assert key(critic_lr=3e-4, gamma=0.9, tau=0.01, init_alpha=0.1, target_entropy=-3.0) == key()
     for structural in (dict(policy_delay=3), dict(hidden_sizes=(8, 8)), dict(log_std_min=-4.0),
                        dict(max_grad_norm=1.0), dict(dtype=torch.float64)):
         assert key(**structural) != key(), structural
-    assert artifact_key("update_many", (state, batch)) != key()
-    assert artifact_key("update", (state, make_batch(CFG, batch_size=64))) != key()
-    custom = small_config(actor_factory=lambda o, a, h: funcsac.mlp(o, 2 * a, h))
-    assert artifact_key("update", (funcsac.init_state(custom), make_batch(custom))) is None
+    assert key(name="update_many") != key()
+    assert artifact_key(funcsac.update, (state, make_batch(CFG, batch_size=64)), "update") != key()
+    assert key(fn=funcsac.update_with_aux) != key()
+    # network factories by their code: the same code in another function object, or other code
+    relu = lambda o, a, h: funcsac.mlp(o, 2 * a, h)  # noqa: E731
+    assert key(actor_factory=relu) == key(actor_factory=lambda o, a, h: funcsac.mlp(o, 2 * a, h))
+    assert key(actor_factory=relu) != key(actor_factory=lambda o, a, h: funcsac.mlp(
+        o, 2 * a, h, activation=torch.nn.Tanh))
+    # the losses a registered algorithm's name stands for
+    monkeypatch.setitem(funcsac.ALGORITHMS, "variant", funcsac.Losses(critic=_doubled_critic_loss))
+    doubled = key(algorithm="variant")
+    monkeypatch.setitem(funcsac.ALGORITHMS, "variant", funcsac.Losses(critic=_halved_critic_loss))
+    assert key(algorithm="variant") not in (doubled, key())
+
+
+def _assert_metrics_close(metrics, expected):
+    assert metrics.keys() == expected.keys()
+    for name in metrics:
+        torch.testing.assert_close(metrics[name], expected[name], rtol=1e-5, atol=1e-6)
+
+
+def test_a_changed_loss_of_a_registered_algorithm_is_compiled_again(tmp_path, monkeypatch):
+    """The same algorithm name and update function, other losses: the update is compiled again
+    and computes the new losses; each version stays in the store, and a new process loads the
+    first one with its own numbers."""
+    monkeypatch.setitem(funcsac.ALGORITHMS, "variant", funcsac.Losses(critic=_doubled_critic_loss))
+    cfg = small_config(algorithm="variant")
+    state, batch = funcsac.init_state(cfg), make_batch(cfg)
+    doubled = compile_stored(funcsac.update, (state, batch), "update", tmp_path)
+    _assert_metrics_close(doubled(state, batch)[1], funcsac.update(state, batch)[1])
+    monkeypatch.setitem(funcsac.ALGORITHMS, "variant", funcsac.Losses(critic=_halved_critic_loss))
+    halved = compile_stored(funcsac.update, (state, batch), "update", tmp_path)
+    assert not doubled.loaded and not halved.loaded
+    eager = funcsac.update(state, batch)[1]
+    _assert_metrics_close(halved(state, batch)[1], eager)
+    script = textwrap.dedent(f"""
+        import sys, torch
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import funcsac
+        from helpers import make_batch, small_config
+        from test_stored_compile import _doubled_critic_loss
+        funcsac.ALGORITHMS["variant"] = funcsac.Losses(critic=_doubled_critic_loss)
+        cfg = small_config(algorithm="variant")
+        state, batch = funcsac.init_state(cfg), make_batch(cfg)
+        fn = funcsac.compile_stored(funcsac.update, (state, batch), "update", {str(tmp_path)!r})
+        assert fn.loaded
+        print(fn(state, batch)[1]["critic_loss"].item())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                         text=True).stdout
+    assert float(out) == pytest.approx(4 * eager["critic_loss"].item(), rel=1e-5)
 
 
 def _double(x):
@@ -110,7 +181,7 @@ def test_a_damaged_file_is_compiled_again_and_replaced(tmp_path):
     first = compile_stored(_double, (x,), "double", tmp_path)
     (path,) = tmp_path.glob("double-*.pt2")
     path.write_bytes(b"not a compiled function")
-    with pytest.warns(UserWarning, match="cannot be loaded"):
+    with pytest.warns(UserWarning, match="not signed with this store's key.*removed"):
         again = compile_stored(_double, (x,), "double", tmp_path)
     assert not first.loaded and not again.loaded
     assert torch.equal(again(x), x * 2)
@@ -128,3 +199,106 @@ def test_a_compiled_run_and_a_later_one_loading_the_update_train_alike(tmp_path,
     funcsac.train(cfg, tmp_path / "second")
     assert [f.loaded for f in made] == [False, True]
     assert eval_rows(tmp_path / "first") == eval_rows(tmp_path / "second")
+
+
+class _Planted:
+    """Unpickled, it creates the file ``marker``."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+@pytest.mark.parametrize("signed_by", [None, "another key"])
+def test_a_planted_pickle_runs_nothing_and_is_compiled_again(tmp_path, signed_by):
+    """A file at an artifact's path that this store did not sign is removed unread."""
+    x, store, marker = torch.arange(4.0), tmp_path / "store", tmp_path / "planted-code-ran"
+    compile_stored(_double, (x,), "double", store)
+    (path,) = store.glob("double-*.pt2")
+    payload = pickle.dumps(_Planted(str(marker)))
+    mac = b"" if signed_by is None else hmac.new(os.urandom(32), payload, hashlib.sha256).digest()
+    path.write_bytes(mac + payload)
+    with pytest.warns(UserWarning, match="not signed with this store's key.*removed"):
+        again = compile_stored(_double, (x,), "double", store)
+    assert not marker.exists()
+    assert not again.loaded and torch.equal(again(x), x * 2)
+    assert compile_stored(_double, (x,), "double", store).loaded
+
+
+def _refused(store, match, fn=_double):
+    """``fn`` (doubling its input) compiled with ``store`` refused, with a warning matching
+    ``match``: nothing is written to the store, and the compiled function computes."""
+    x = torch.arange(4.0)
+    before = sorted(store.iterdir())
+    with pytest.warns(UserWarning, match="double compiled without the store: .*" + match):
+        compiled = compile_stored(fn, (x,), "double", store)
+    assert sorted(store.iterdir()) == before
+    assert not hasattr(compiled, "loaded")
+    assert torch.equal(compiled(x), x * 2)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o702])
+def test_a_store_others_may_write_to_is_refused(tmp_path, mode):
+    store = tmp_path / "store"
+    store.mkdir()
+    store.chmod(mode)
+    _refused(store, f"mode {mode:o}")
+
+
+def test_a_store_of_another_user_is_refused(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    with monkeypatch.context() as m:  # this process as another user, so the store is not ours
+        m.setattr(os, "geteuid", lambda: os.stat(store).st_uid + 1)
+        _refused(store, "belongs to user")
+    store_key(store)
+    fstat = os.fstat
+    with monkeypatch.context() as m:  # its key file as another user's
+        m.setattr(os, "fstat", lambda fd: os.stat_result(
+            (*fstat(fd)[:4], fstat(fd).st_uid + 1, *fstat(fd)[5:])))
+        _refused(store, "key .* belongs to user")
+
+
+def test_a_key_others_may_read_is_refused(tmp_path):
+    store = tmp_path / "store"
+    store_key(store)
+    (store / "key").chmod(0o640)
+    _refused(store, "key .* mode 640")
+
+
+def test_the_default_store_is_private_to_the_user(tmp_path, monkeypatch):
+    monkeypatch.delenv("FUNCSAC_COMPILE_STORE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert store_dir() == tmp_path / "cache/funcsac/compile"
+    key = store_key(store_dir())
+    assert len(key) == 32 and store_key(store_dir()) == key
+    assert stat.S_IMODE(os.stat(store_dir()).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(store_dir() / "key").st_mode) == 0o600
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert store_dir() == tmp_path / "home/.cache/funcsac/compile"
+
+
+def test_code_that_cannot_be_fingerprinted_is_compiled_without_the_store(tmp_path):
+    lock = threading.Lock()
+
+    def double_with_a_lock(x, unused=lock):
+        return x * 2
+
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    _refused(store, r"_thread.lock object .* \(reached through .*double_with_a_lock\)",
+             double_with_a_lock)
+
+
+def test_tune_trials_keep_to_their_machines_private_store(monkeypatch):
+    """Ray starts without pointing the compile store (or inductor's cache) at shared storage."""
+    ray = pytest.importorskip("ray")
+    from funcsac.driver import tune
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
+    tune._init_ray(None)
+    assert "runtime_env" not in calls[0]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -169,17 +168,14 @@ def _trainable(settings: TuneSettings):
                                     "gpu": settings.gpus_per_trial})
 
 
-def _init_ray(address: Optional[str], storage: Path) -> None:
-    """Connect to (or start) Ray; every trial shares one compile store, so each configuration is
-    compiled once for the whole experiment."""
+def _init_ray(address: Optional[str]) -> None:
+    """Connect to (or start) Ray. Each trial compiles into its machine's private compile store
+    (``funcsac.stored_compile.store_dir``, never the shared storage: a stored function runs as
+    code), which the trials on one machine share, so each configuration is compiled once per
+    machine."""
     import ray
-    store = os.environ.get("FUNCSAC_COMPILE_STORE") or str(storage / "compile-store")
-    env = {"FUNCSAC_COMPILE_STORE": store,
-           "TORCHINDUCTOR_CACHE_DIR": os.environ.get("TORCHINDUCTOR_CACHE_DIR",
-                                                     str(Path(store) / "inductor"))}
     if not ray.is_initialized():
-        ray.init(address=address, runtime_env={"env_vars": env}, include_dashboard=False,
-                 log_to_driver=False)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
 
 
 def run_tune(settings: Optional[TuneSettings], storage, name: str = "funcsac-tune",
@@ -201,7 +197,7 @@ def run_tune(settings: Optional[TuneSettings], storage, name: str = "funcsac-tun
                          "give another --name")
     base = TrainConfig.from_dict(settings.base)
     reports = -(-base.total_steps // base.eval_every) if base.eval_every else 1  # evaluations
-    _init_ray(address, storage)
+    _init_ray(address)
     if resume:
         tuner = tune.Tuner.restore(str(path), _trainable(settings), resume_unfinished=True,
                                    resume_errored=True)
