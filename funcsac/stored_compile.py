@@ -190,8 +190,22 @@ def _compile_ahead(fn: Callable, args: tuple, build: Path):
     # static shapes whatever earlier compiles of the same code saw; a copy of the options, since
     # torch.compile pops entries from them
     options = {**OPTIONS, "aot_inductor.output_path": str(build)}
-    return torch.compile(fn, fullgraph=True, dynamic=False, options=options).aot_compile(
-        (args, {}))
+    _forget_vector_isas()
+    try:
+        return torch.compile(fn, fullgraph=True, dynamic=False, options=options).aot_compile(
+            (args, {}))
+    finally:
+        _forget_vector_isas()
+
+
+def _forget_vector_isas() -> None:
+    """Clear inductor's process-wide list of usable vector instruction sets. It is made once,
+    under the options of the compile that first asks (``cpp.vec_isa_ok``): made under this
+    module's options (none usable), it would leave a later ``torch.compile`` in the process
+    generating vector code without the vector headers (a C++ compile error), and made under the
+    defaults, it would vectorise a stored function whose key says it does not."""
+    from torch._inductor import cpu_vec_isa
+    cpu_vec_isa.valid_vec_isa_list.cache_clear()
 
 
 def _save(path: Path, key: bytes, compiled, build: Path) -> None:
