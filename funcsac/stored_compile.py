@@ -57,6 +57,7 @@ from torch._guards import TracingContext, tracing
 from .compile import compile_update
 from .config import INITIAL_VALUE_FIELDS
 from .fingerprint import Unfingerprintable, fingerprint
+from .machine import cpu_description
 from .policy import POLICIES
 from .state import SACState, static_for
 from .update import losses_for
@@ -224,11 +225,7 @@ def _environment() -> str:
     sources = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         sources.update(str(path.relative_to(package)).encode() + path.read_bytes())
-    try:
-        cpu = next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("flags"))
-    except (OSError, StopIteration):
-        cpu = platform.processor()
+    cpu = cpu_description()["flags"]
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
     options = {k: getattr(v, "__qualname__", v) for k, v in OPTIONS.items()}

@@ -10,7 +10,7 @@ import torch
 import funcsac
 from funcsac.networks import _is_plain
 from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal, crash_then_resume,
-                     make_batch, small_config)
+                     make_batch, reordered, small_config)
 
 SIMBA = small_config(network="simba", hidden_sizes=(16, 16), actor_hidden_sizes=(8,),
                      num_critics=3, normalize_obs=True, policy_delay=2)
@@ -96,7 +96,7 @@ def test_vmapped_agents_equal_a_loop(cfg):
     stacked, _ = torch.func.vmap(funcsac.update_many)(_stack(*states), _stack(*batches))
     for i, (state, b) in enumerate(zip(states, batches)):
         expected, _ = funcsac.update_many(state, b)
-        optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, rtol=1e-5, atol=1e-6),
+        optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, **reordered(cfg.dtype)),
                         stacked, expected)
 
 

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from .. import keys
 from ..act import act
 from ..batch import Batch
+from ..machine import numerics, numerics_differences
 from ..normalize import observe
 from ..policy import POLICIES
 from ..state import HParams, SACState, init_state, reset_params
@@ -249,6 +250,11 @@ class Run:
                         beta_horizon=self.config.total_steps)
 
     def _restore(self, payload: dict) -> None:
+        changed = numerics_differences(payload.get("numerics", {}), numerics(self.device))
+        if "numerics" in payload and changed:
+            warnings.warn("resumed where floating-point results can round differently ("
+                          f"{', '.join(changed)}): the run continues, but not bitwise as an "
+                          "uninterrupted run would", stacklevel=3)
         self.state = self._retune(restore_state(self.state, payload["agent"]), payload["config"])
         if not isinstance(payload["buffers"], list) or len(payload["buffers"]) != len(self.agents):
             raise CheckpointError(f"checkpoint has replay entries for {len(payload['buffers'])} "
@@ -515,8 +521,10 @@ class Run:
             self.progress.elapsed = time.perf_counter() - self.start
             save_checkpoint(self.run_dir / CHECKPOINT, {
                 "config": self.config.to_dict(), "agent": state_leaves(self.state),
-                "buffers": [{**m, **b.priority_state()} for m, b in zip(manifests, self.buffers)], "progress": self.progress.to_checkpoint(),
-                "envs": save_envs(self.envs), "env_spec": self.spec.to_dict()})
+                "buffers": [{**m, **b.priority_state()} for m, b in zip(manifests, self.buffers)],
+                "progress": self.progress.to_checkpoint(),
+                "envs": save_envs(self.envs), "env_spec": self.spec.to_dict(),
+                "numerics": numerics(self.device)})
             self.buffer_manifests = manifests
             delete_unlisted_chunks(self.run_dir, manifests)
 

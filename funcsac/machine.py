@@ -1,0 +1,43 @@
+"""What floating-point results depend on beyond a computation's inputs: the torch build, the
+CPU's instruction set, the intra-op threads and the GPU. BLAS (MKL), oneDNN and inductor choose
+kernels by instruction set, shape and thread count, and torch's reductions split their work by
+thread, so the same inputs give bitwise the same results only where all of these are equal."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import platform
+from pathlib import Path
+from typing import Dict, List
+
+import torch
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_description() -> Dict[str, str]:
+    """The CPU's model name and instruction-set flags (``/proc/cpuinfo``; elsewhere
+    ``platform.processor()``)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    field = lambda name: next((line.split(":", 1)[1].strip() for line in lines  # noqa: E731
+                               if line.startswith(name)), "")
+    return {"model": field("model name") or platform.processor(),
+            "flags": field("flags") or platform.machine()}
+
+
+def numerics(device) -> Dict[str, str]:
+    """What decides the rounding of a computation on ``device``: torch version, CPU model, a
+    digest of its flags, intra-op threads and (CUDA) the GPU's name."""
+    cpu = cpu_description()
+    device = torch.device(device)
+    return {"torch": str(torch.__version__), "cpu": cpu["model"],
+            "cpu_flags": hashlib.sha256(cpu["flags"].encode()).hexdigest()[:16],
+            "threads": str(torch.get_num_threads()),
+            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else ""}
+
+
+def numerics_differences(saved: Dict[str, str], now: Dict[str, str]) -> List[str]:
+    """``"name: saved -> now"`` for each entry of ``numerics`` that differs."""
+    return [f"{k} {saved.get(k)!r} -> {v!r}" for k, v in now.items() if saved.get(k) != v]
