@@ -7,7 +7,7 @@ import torch
 
 from . import keys
 from .normalize import normalize_obs
-from .policy import POLICIES
+from .registry import POLICIES
 from .state import SACState
 
 

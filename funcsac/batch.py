@@ -6,7 +6,7 @@ from typing import NamedTuple
 import torch
 
 from .config import SACConfig
-from .policy import POLICIES
+from .registry import POLICIES
 
 
 class _BatchFields(NamedTuple):

@@ -9,11 +9,12 @@ import torch
 from torch import nn
 
 from .networks import NETWORKS
+from .registry import POLICIES, algorithm_of
 
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
 # fields that only set the initial value of a dynamic hyperparameter (a leaf of the state)
 INITIAL_VALUE_FIELDS = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "init_alpha",
-                        "target_entropy")
+                        "target_entropy", "target_entropy_scale")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,14 +34,13 @@ class SACConfig:
     ``actor_hidden_sizes`` gives the actor other sizes than the critics (empty: ``hidden_sizes``).
 
     ``actor_factory(obs_dim, act_dim, actor_hidden_sizes)`` must build a module mapping
-    ``obs [B, obs_dim]`` to ``[B, 2 * act_dim]`` (mean and raw log-std); ``critic_factory(obs_dim,
-    act_dim, hidden_sizes)`` one mapping the concatenation ``[B, obs_dim + act_dim]`` to ``[B, 1]``,
-    or with ``algorithm="tqc"`` to ``[B, num_quantiles]`` quantiles of the return
-    (``funcsac.tqc``). With ``policy="categorical"`` (discrete SAC over ``act_dim`` actions,
-    ``funcsac.discrete``) the actor maps ``obs`` to ``[B, act_dim]`` logits and the critic ``obs``
-    to the ``[B, act_dim]`` values of all actions. ``None`` means the default networks; a custom
-    critic may use
-    ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from the state's key.
+    ``obs [B, obs_dim]`` to the policy family's head (the tanh-Gaussian's ``[B, 2 * act_dim]``,
+    mean and raw log-std); ``critic_factory(obs_dim, act_dim, hidden_sizes)`` one mapping the
+    concatenation ``[B, obs_dim + act_dim]`` to ``[B, critic_outputs]`` (1, or what the algorithm
+    says: ``funcsac.registry.Algorithm.critic_outputs``); a policy family may define its
+    networks otherwise (``funcsac.algorithms.discrete``). ``None`` means the default networks; a
+    custom critic may use ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from
+    the state's key.
 
     ``normalize_obs`` and ``scale_rewards`` keep running statistics in ``SACState.norm``
     (``funcsac.normalize``): ``act`` and ``update`` see ``(obs - mean) / std`` (clipped to 10) and
@@ -67,12 +67,14 @@ class SACConfig:
     alpha_lr: float = 1e-3
     init_alpha: float = 1.0
     learn_alpha: bool = True
-    target_entropy: Optional[float] = None  # None means -act_dim
+    target_entropy: Optional[float] = None  # None: the family's default times the scale
+    target_entropy_scale: float = 1.0  # -act_dim * scale for the tanh-Gaussian (rlpd: 0.5)
     policy_delay: int = 1
     max_grad_norm: Optional[float] = None  # None: no clipping
     weight_decay: float = 0.0  # decoupled (AdamW); 0 gives Adam
     weight_decay_on: str = "weights"  # "weights" (parameters of >= 2 dims) or "all"
     adam_betas: tuple = (0.9, 0.999)
+    alpha_adam_betas: tuple = ()  # the temperature's Adam betas; empty: adam_betas
     adam_eps: float = 1e-8
     log_std_min: float = -5.0
     log_std_max: float = 2.0
@@ -80,6 +82,7 @@ class SACConfig:
     critic_dropout: float = 0.0  # dropout rate in the default critic (DroQ: 0.01)
     critic_layer_norm: bool = False  # LayerNorm in the default critic (DroQ)
     critic_batch_renorm: bool = False  # batch renormalisation in the default critic (CrossQ)
+    actor_batch_renorm: bool = False  # batch renormalisation in the default actor (CrossQ)
     normalize_obs: bool = False  # observations normalised by running statistics in the state
     scale_rewards: bool = False  # rewards divided by the running std of the discounted return
     actor_factory: Optional[ModuleFactory] = None
@@ -87,28 +90,34 @@ class SACConfig:
     device: str = "cpu"
     dtype: torch.dtype = torch.float32
     algorithm: str = "sac"  # the losses update trains with (funcsac.losses_for)
-    policy: str = "tanh_gaussian"  # the policy family (funcsac.policy.POLICIES): or "categorical"
-    num_quantiles: int = 25  # TQC: quantiles each critic outputs (K)
-    drop_quantiles: int = 2  # TQC: top quantiles dropped from the target per critic (d)
+    policy: str = "tanh_gaussian"  # the policy family (funcsac.registry.POLICIES)
+    num_quantiles: int = 25  # distributional critics: quantiles each critic outputs (K)
+    drop_quantiles: int = 2  # distributional critics: top quantiles dropped per critic (d)
 
     def __post_init__(self):
-        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas"):
+        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas", "alpha_adam_betas"):
             value = getattr(self, name)
             _require(isinstance(value, (list, tuple)), name, "must be a sequence of numbers", value)
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "device", check_device(self.device, "SACConfig.device"))
         if self.num_target_critics is None and _is_int(self.num_critics):
             object.__setattr__(self, "num_target_critics", min(2, self.num_critics))
-        from .policy import POLICIES  # noqa: E402  (policy imports modules importing this one)
-        if self.target_entropy is None and _is_int(self.act_dim) and self.policy in POLICIES:
+        if (self.target_entropy is None and _is_int(self.act_dim) and self.policy in POLICIES
+                and _is_real(self.target_entropy_scale)):
             object.__setattr__(self, "target_entropy",
-                               POLICIES[self.policy].default_target_entropy(self.act_dim))
+                               self.target_entropy_scale
+                               * POLICIES[self.policy].default_target_entropy(self.act_dim))
         validate_config(self)
 
     @property
     def critic_outputs(self) -> int:
-        """Outputs of each critic: ``num_quantiles`` with ``algorithm="tqc"``, else 1."""
-        return self.num_quantiles if self.algorithm == "tqc" else 1
+        """Outputs of each default critic, as the algorithm says (1: one value)."""
+        return algorithm_of(self).critic_outputs(self)
+
+    @property
+    def temperature_betas(self) -> tuple:
+        """The temperature's Adam betas: ``alpha_adam_betas``, or ``adam_betas`` if empty."""
+        return self.alpha_adam_betas or self.adam_betas
 
 
 def check_device(device, name: str = "device") -> str:
@@ -172,19 +181,17 @@ def _check_network(cfg: SACConfig) -> None:
         sizes = getattr(cfg, name)
         _require(len(set(sizes)) <= 1, name, f"must have equal entries with network="
                  f"{cfg.network!r} (one residual block of the same width per entry)", sizes)
-    for name, off in (("critic_dropout", 0.0), ("critic_layer_norm", False)):
+    for name, off in (("critic_dropout", 0.0), ("critic_layer_norm", False),
+                      ("critic_batch_renorm", False), ("actor_batch_renorm", False)):
         _require(getattr(cfg, name) == off, name, f"applies to network='mlp' only, not "
                  f"{cfg.network!r}", getattr(cfg, name))
 
 
 def validate_config(cfg: SACConfig) -> None:
     """Raise ``ValueError`` naming the first invalid field of ``cfg``."""
-    from .update import ALGORITHMS_BY_POLICY  # noqa: E402  (update imports this module)
-    _require(isinstance(cfg.policy, str) and cfg.policy in ALGORITHMS_BY_POLICY, "policy",
-             f"must be one of {sorted(ALGORITHMS_BY_POLICY)}", cfg.policy)
-    algorithms = ALGORITHMS_BY_POLICY[cfg.policy]
-    _require(isinstance(cfg.algorithm, str) and cfg.algorithm in algorithms, "algorithm",
-             f"must be one of {sorted(algorithms)} for the {cfg.policy} policy", cfg.algorithm)
+    for name in ("policy", "algorithm"):
+        _require(isinstance(getattr(cfg, name), str), name, "must be a string", getattr(cfg, name))
+    algorithm = algorithm_of(cfg)  # ValueError naming the registered ones
     for name in ("obs_dim", "act_dim", "num_critics", "policy_delay"):
         v = getattr(cfg, name)
         _require(_is_int(v) and v >= 1, name, "must be an integer >= 1", v)
@@ -204,6 +211,8 @@ def validate_config(cfg: SACConfig) -> None:
     _require(_is_real(cfg.init_alpha) and cfg.init_alpha > 0.0, "init_alpha", "must be > 0",
              cfg.init_alpha)
     _require(isinstance(cfg.learn_alpha, bool), "learn_alpha", "must be a bool", cfg.learn_alpha)
+    _require(_is_real(cfg.target_entropy_scale), "target_entropy_scale", "must be a finite number",
+             cfg.target_entropy_scale)
     _require(_is_real(cfg.target_entropy), "target_entropy", "must be a finite number or None",
              cfg.target_entropy)
     _require(cfg.max_grad_norm is None or (_is_real(cfg.max_grad_norm) and cfg.max_grad_norm > 0),
@@ -214,6 +223,9 @@ def validate_config(cfg: SACConfig) -> None:
              "must be 'weights' (parameters of >= 2 dims) or 'all'", cfg.weight_decay_on)
     _require(len(cfg.adam_betas) == 2 and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.adam_betas),
              "adam_betas", "must be two numbers in [0, 1)", cfg.adam_betas)
+    _require(len(cfg.alpha_adam_betas) in (0, 2)
+             and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.alpha_adam_betas),
+             "alpha_adam_betas", "must be empty or two numbers in [0, 1)", cfg.alpha_adam_betas)
     _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
@@ -226,10 +238,12 @@ def validate_config(cfg: SACConfig) -> None:
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
     _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",
              "must be in [0, 1)", cfg.critic_dropout)
-    for name in ("critic_layer_norm", "critic_batch_renorm", "normalize_obs", "scale_rewards"):
+    for name in ("critic_layer_norm", "critic_batch_renorm", "actor_batch_renorm",
+                 "normalize_obs", "scale_rewards"):
         _require(isinstance(getattr(cfg, name), bool), name, "must be a bool", getattr(cfg, name))
     for name in ("actor_factory", "critic_factory"):
         v = getattr(cfg, name)
         _require(v is None or callable(v), name, "must be None or a callable", v)
     _require(isinstance(cfg.dtype, torch.dtype) and cfg.dtype.is_floating_point, "dtype",
              "must be a floating torch.dtype", cfg.dtype)
+    algorithm.check(cfg)

@@ -23,6 +23,7 @@ made to a shared template after a thread copied it (such as ``.eval()``) does no
 from __future__ import annotations
 
 import copy
+import math
 import threading
 import weakref
 from typing import Dict, Optional, Tuple
@@ -75,9 +76,9 @@ def with_dropout_keys(params: Params, names: tuple, key: Optional[torch.Tensor])
 
 def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU, layer_norm: bool = False,
         dropout: float = 0.0, batch_renorm: bool = False) -> nn.Sequential:
-    """A multilayer perceptron; each hidden layer is Linear, then optionally KeyedDropout,
-    LayerNorm (DroQ's order) and BatchRenorm, then the activation; with ``batch_renorm`` the input
-    is batch-renormalised too (CrossQ's critic)."""
+    """A multilayer perceptron; each hidden layer is Linear, then optionally KeyedDropout and
+    LayerNorm (DroQ's order), the activation, then optionally BatchRenorm; with ``batch_renorm``
+    the input is batch-renormalised too (CrossQ's networks, as sbx's ``crossq`` builds them)."""
     layers, d = [BatchRenorm(in_dim)] if batch_renorm else [], in_dim
     for h in hidden_sizes:
         layers.append(nn.Linear(d, h))
@@ -85,9 +86,9 @@ def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU, layer_norm:
             layers.append(KeyedDropout(dropout))
         if layer_norm:
             layers.append(nn.LayerNorm(h))
+        layers.append(activation())
         if batch_renorm:
             layers.append(BatchRenorm(h))
-        layers.append(activation())
         d = h
     layers.append(nn.Linear(d, out_dim))
     return nn.Sequential(*layers)
@@ -100,14 +101,37 @@ class Residual(nn.Sequential):
         return x + super().forward(x)
 
 
+def orthogonal(layer: nn.Linear, gain: float = 1.0) -> nn.Linear:
+    """``layer`` with an orthogonal weight of scale ``gain`` and a zero bias (flax's
+    ``orthogonal(gain)`` and ``zeros``)."""
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def he_normal(layer: nn.Linear) -> nn.Linear:
+    """``layer`` with a He-normal weight and a zero bias, as flax's ``he_normal`` draws it: a
+    normal truncated at 2 standard deviations, scaled to the variance ``2 / fan_in``."""
+    std = math.sqrt(2.0 / layer.in_features) / _TRUNCATED_NORMAL_STD
+    nn.init.trunc_normal_(layer.weight, 0.0, std, -2.0 * std, 2.0 * std)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+_TRUNCATED_NORMAL_STD = 0.87962566103423978  # of a standard normal truncated to [-2, 2]
+
+
 def simba(in_dim: int, out_dim: int, hidden_sizes, expansion: int = 4) -> nn.Sequential:
     """SimBa (Lee et al. 2024): a linear embedding to the width ``w = hidden_sizes[0]``, one
     residual block ``x + Linear(ReLU(Linear(LayerNorm(x))))`` per entry of ``hidden_sizes`` (an
-    inverted bottleneck of inner width ``expansion * w``), a final LayerNorm and a linear head."""
+    inverted bottleneck of inner width ``expansion * w``), a final LayerNorm and a linear head.
+    Initialised as SonyResearch/simba's ``scale_rl/networks``: the embedding and the head
+    orthogonal (gain 1), the blocks' layers He-normal, every bias zero."""
     w = hidden_sizes[0]
-    blocks = [Residual(nn.LayerNorm(w), nn.Linear(w, expansion * w), nn.ReLU(),
-                       nn.Linear(expansion * w, w)) for _ in hidden_sizes]
-    return nn.Sequential(nn.Linear(in_dim, w), *blocks, nn.LayerNorm(w), nn.Linear(w, out_dim))
+    blocks = [Residual(nn.LayerNorm(w), he_normal(nn.Linear(w, expansion * w)), nn.ReLU(),
+                       he_normal(nn.Linear(expansion * w, w))) for _ in hidden_sizes]
+    return nn.Sequential(orthogonal(nn.Linear(in_dim, w)), *blocks, nn.LayerNorm(w),
+                         orthogonal(nn.Linear(w, out_dim)))
 
 
 def bronet(in_dim: int, out_dim: int, hidden_sizes) -> nn.Sequential:
@@ -133,11 +157,11 @@ def default_actor(obs_dim: int, act_dim: int, hidden_sizes, network: str = "mlp"
 
 def default_critic(obs_dim: int, act_dim: int, hidden_sizes, outputs: int = 1,
                    **options) -> nn.Module:
-    """``[B, obs_dim + act_dim] -> [B, outputs]`` (``critic_network``'s ``options``)."""
-    return critic_network(obs_dim + act_dim, outputs, hidden_sizes, **options)
+    """``[B, obs_dim + act_dim] -> [B, outputs]`` (``build_network``'s ``options``)."""
+    return build_network(obs_dim + act_dim, outputs, hidden_sizes, **options)
 
 
-def critic_network(in_dim: int, out_dim: int, hidden_sizes, layer_norm: bool = False,
+def build_network(in_dim: int, out_dim: int, hidden_sizes, layer_norm: bool = False,
                    dropout: float = 0.0, batch_renorm: bool = False,
                    network: str = "mlp") -> nn.Module:
     """A ReLU MLP, optionally with dropout, LayerNorm and batch renormalisation, or the residual
@@ -254,25 +278,28 @@ def _forward(template: nn.Module, params: Params, x: torch.Tensor,
              stats: Optional[Params] = None) -> torch.Tensor:
     """``template`` applied to ``x`` with ``params``: directly for a plain ``Sequential``, else by
     ``functional_call`` on this thread's copy, buffers copied first. ``stats``: see
-    ``_run_plain`` (plain ``Sequential`` templates only)."""
+    ``_run_plain`` (ignored by a template without BatchRenorm layers)."""
     if _is_plain(template):
         return _run_plain(template, params, x, stats)
-    if stats is not None:
-        raise ValueError("training-mode batch statistics need a critic that is an nn.Sequential "
-                         "of Linear, LayerNorm, KeyedDropout, BatchRenorm and parameter-free "
-                         f"layers, got {type(template).__name__}")
+    if stats is not None and any(isinstance(m, BatchRenorm) for m in template.modules()):
+        raise ValueError("training-mode batch statistics need a network that is an "
+                         "nn.Sequential of Linear, LayerNorm, KeyedDropout, BatchRenorm and "
+                         f"parameter-free layers, got {type(template).__name__}")
     module = thread_template(template)
     copies = {n: params[n].clone() for n, _ in module.named_buffers() if n in params}
     return functional_call(module, {**params, **copies}, (x,))
 
 
 def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
-                log_std_min: float, log_std_max: float) -> Tuple[torch.Tensor, torch.Tensor]:
+                log_std_min: float, log_std_max: float,
+                stats: Optional[Params] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """Policy head: ``obs [B, obs_dim] -> (mean [B, act], log_std [B, act])``.
 
-    The raw log-std is squashed smoothly into ``[log_std_min, log_std_max]`` with a tanh.
+    The raw log-std is squashed smoothly into ``[log_std_min, log_std_max]`` with a tanh. With a
+    ``stats`` dict, BatchRenorm layers normalise with the batch's statistics and put their new
+    running statistics in it.
     """
-    out = _forward(template, params, obs)
+    out = _forward(template, params, obs, stats)
     mean, raw = out.chunk(2, dim=-1)
     log_std = log_std_min + 0.5 * (log_std_max - log_std_min) * (torch.tanh(raw) + 1.0)
     return mean, log_std

@@ -11,6 +11,7 @@ from torch import nn
 
 from . import keys
 from .networks import apply_actor, default_critic
+from .registry import register_policy
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -51,8 +52,8 @@ class PolicyFamily:
     Sizes: ``act_dim`` is the action dimension of a continuous family and the number of actions
     of a discrete one. ``noise`` is standard normal ``[B, act_dim]``, from which a family draws
     its stochastic and uniformly random actions, so that a driver holds one kind of noise. To add
-    a family: subclass this, add an instance to ``POLICIES`` (``SACConfig.policy`` names it) and
-    losses for it to ``funcsac.ALGORITHMS_BY_POLICY``.
+    a family: subclass this, register an instance (``funcsac.registry.register_policy``;
+    ``SACConfig.policy`` names it) and an algorithm for it (``funcsac.registry.register``).
     """
 
     action_space = "actions of the policy's space"  # what valid actions are, for messages
@@ -120,4 +121,4 @@ class TanhGaussian(PolicyFamily):
         return (action.abs() <= 1.0).all()
 
 
-POLICIES = {"tanh_gaussian": TanhGaussian()}  # SACConfig.policy -> its family
+register_policy("tanh_gaussian", TanhGaussian())

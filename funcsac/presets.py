@@ -5,52 +5,62 @@ from __future__ import annotations
 
 PRESETS = {
     "sac": {},
-    # REDQ (Chen et al. 2021): 10 critics, target min over a random 2, UTD 20, one actor step per
-    # environment step against the mean of all critics.
+    # REDQ (Chen et al. 2021; watchernyu/REDQ redq/algos/redq_sac.py): 10 critics, target min
+    # over a random 2, UTD 20; after the 20 critic steps of an environment step, one actor and
+    # one temperature step against the mean of all critics.
     "redq": {"num_critics": 10, "num_target_critics": 2, "actor_q_reduction": "mean",
              "policy_delay": 20, "utd": 20},
-    # DroQ (Hiraoka et al. 2022): 2 critics with dropout 0.01 and LayerNorm, UTD 20.
+    # DroQ (Hiraoka et al. 2022; TakuyaHiraoka/Dropout-Q-Functions-for-Doubly-Efficient-
+    # Reinforcement-Learning, built on REDQ's code): 2 critics with dropout 0.01 and LayerNorm,
+    # UTD 20, one actor step after the 20 critic steps, as REDQ.
     "droq": {"num_critics": 2, "critic_dropout": 0.01, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20},
     # RLPD (Ball et al. 2023; ikostrikov/rlpd configs/rlpd_config.py and sac_learner.py): online
     # SAC with offline data, half of each batch from it (give --offline-data); 10 critics with
-    # LayerNorm, target min over a random 2, UTD 20, one actor step per environment step against
-    # the mean of all critics, learning rates 3e-4. rlpd's target entropy is -act_dim / 2
-    # (funcsac's default is -act_dim; set --target-entropy).
+    # LayerNorm, target min over a random 2, UTD 20 critic steps and then one actor and one
+    # temperature step against the mean of all critics (sac_learner.py's update), learning rates
+    # 3e-4, target entropy -act_dim / 2.
     "rlpd": {"num_critics": 10, "num_target_critics": 2, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "critic_lr": 3e-4,
-             "alpha_lr": 3e-4, "offline_ratio": 0.5},
+             "alpha_lr": 3e-4, "target_entropy_scale": 0.5, "offline_ratio": 0.5},
     # SimBa (Lee et al. 2024, "SimBa: Simplicity Bias for Scaling Up Parameters in Deep RL";
-    # SonyResearch/simba configs/agent/sac_simba.yaml, configs/base.yaml): SimBa networks, the
-    # critics of width 512 with 2 blocks, the actor of width 128 with 1 block, observations
-    # normalised by running statistics, AdamW with learning rates 1e-4 and weight decay 1e-2,
-    # initial temperature 0.01 learned at 1e-4, UTD 2, as published (4.2 M parameters per
-    # critic). Not carried over: the target entropy -act_dim / 2 (set --target-entropy), gamma
-    # from the episode length (TD-MPC2's heuristic; set --gamma), and the mean of the critics
-    # in place of their min on environments without terminations.
+    # SonyResearch/simba configs/agent/sac_simba.yaml, configs/base.yaml, scale_rl/networks):
+    # SimBa networks (initialised as there: orthogonal embedding and head, He-normal blocks),
+    # the critics of width 512 with 2 blocks, the actor of width 128 with 1 block, log-std in
+    # [-10, 2], observations normalised by running statistics, AdamW (optax.adamw: weight decay
+    # 1e-2 on every parameter) with learning rates 1e-4, initial temperature 0.01 learned at
+    # 1e-4, target entropy -act_dim / 2, UTD 2 (a whole update per batch), as published (4.2 M
+    # parameters per critic). Not carried over: gamma from the episode length (TD-MPC2's
+    # heuristic; set --gamma), and the mean of the critics in place of their min on
+    # environments without terminations.
     "simba": {"network": "simba", "hidden_sizes": (512, 512), "actor_hidden_sizes": (128,),
               "normalize_obs": True, "actor_lr": 1e-4, "critic_lr": 1e-4, "alpha_lr": 1e-4,
-              "weight_decay": 1e-2, "init_alpha": 0.01, "utd": 2},
+              "weight_decay": 1e-2, "weight_decay_on": "all", "init_alpha": 0.01,
+              "log_std_min": -10.0, "target_entropy_scale": 0.5, "utd": 2},
     # BRO (Nauman et al. 2024, "Bigger, Regularized, Optimistic"; naumix/BiggerRegularizedOptimistic
     # jaxrl/bro_minimal, jaxrl/networks): BroNet critics of width 512 with 2 blocks, an actor of
     # width 256 with 1 block, AdamW (optax's weight decay 1e-4 on every parameter), learning
     # rates 3e-4, replay ratio 10, the actor against the mean of the critics, and full resets
     # (networks, targets, optimizers, temperature). Scaled: BRO resets at env steps 15k, 50k,
     # 250k, 500k, 750k, ...; funcsac resets periodically, here every 50k, so that runs short
-    # enough for a CPU (at replay ratio 10, 100k steps take hours on 2 cores) reset at all. Not
-    # carried over: the quantile critics and optimistic exploration (the "O"), the mean of the
-    # critics in the TD target (funcsac takes their min), the target entropy -act_dim / 2 (set
-    # --target-entropy) and the temperature's Adam beta1 of 0.5.
+    # enough for a CPU (at replay ratio 10, 100k steps take hours on 2 cores) reset at all; and
+    # the target entropy -act_dim / 2 and the temperature's Adam beta1 0.5. Not carried over:
+    # the quantile critics and optimistic exploration (the "O"), the mean of the critics in the
+    # TD target (funcsac takes their min).
     "bro": {"network": "bronet", "hidden_sizes": (512, 512), "actor_hidden_sizes": (256,),
             "actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4, "weight_decay": 1e-4,
-            "weight_decay_on": "all", "actor_q_reduction": "mean", "utd": 10,
+            "weight_decay_on": "all", "actor_q_reduction": "mean", "target_entropy_scale": 0.5,
+            "alpha_adam_betas": (0.5, 0.999), "utd": 10,
             "reset_every": 50_000},
-    # CrossQ (Bhatt et al. 2024; sbx's CrossQ defaults): no target network, batch-renormalised
-    # critics evaluated on the current and next pairs in one pass, an actor step every 3 critic
-    # steps, learning rates 1e-3, Adam beta1 0.5. sbx's critics are 2048 wide; here they keep
-    # hidden_sizes (the actor's too), which fits 2 CPU cores.
-    "crossq": {"algorithm": "crossq", "critic_batch_renorm": True, "policy_delay": 3,
-               "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3, "adam_betas": (0.5, 0.999)},
+    # CrossQ (Bhatt et al. 2024; sbx/crossq/crossq.py and policies.py): no target network,
+    # critics evaluated on the current and next pairs in one pass, batch renormalisation after
+    # each activation in the critics and the actor (sbx's batch_norm_actor, the actor in
+    # training mode during its step), an actor step every 3 critic steps, learning rates 1e-3,
+    # Adam beta1 0.5 for the networks and 0.9 for the temperature. sbx's critics are 2048 wide;
+    # here they keep hidden_sizes (the actor's too), which fits 2 CPU cores.
+    "crossq": {"algorithm": "crossq", "critic_batch_renorm": True, "actor_batch_renorm": True,
+               "policy_delay": 3, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3,
+               "adam_betas": (0.5, 0.999), "alpha_adam_betas": (0.9, 0.999)},
     # TQC (Kuznetsov et al. 2020; the paper's code, SamsungLabs/tqc_pytorch main.py and
     # tqc/trainer.py): 5 distributional critics of 25 quantiles each, the top 2 per critic dropped
     # from the target (10 of 125), learning rates 3e-4. The paper's critics are 3 x 512 wide and

@@ -14,10 +14,10 @@ from torch import nn
 
 from . import keys
 from .config import SACConfig
-from .networks import NETWORKS, Params, cast_params, decay_mask, module_params, stack_params
+from .networks import Params, build_network, cast_params, decay_mask, module_params, stack_params
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
-from .policy import POLICIES
+from .registry import POLICIES, algorithm_of
 
 
 class HParams(NamedTuple):
@@ -58,7 +58,8 @@ class Static:
 class SACState:
     """Everything that changes while training; ``static`` is pytree metadata, not a leaf.
 
-    Shapes: ``critic`` and ``target_critic`` leaves have a leading ``[num_critics]`` axis;
+    Shapes: ``critic`` and ``target_critic`` leaves have a leading ``[num_critics]`` axis
+    (``target_critic`` is empty for an algorithm without target networks);
     ``log_alpha`` and ``step`` (int64) are 0-d; ``key`` is ``[2]`` int64. ``norm`` holds the
     running statistics of observations (``"obs"``) and discounted returns (``"return"``) when the
     config normalises them, and is empty otherwise.
@@ -113,12 +114,12 @@ def _build(config: SACConfig, num_critics: int):
     dims = (config.obs_dim, config.act_dim)
     actor_sizes = config.actor_hidden_sizes or config.hidden_sizes
     actor = (config.actor_factory(*dims, actor_sizes) if config.actor_factory else
-             NETWORKS[config.network](config.obs_dim, family.head_size(config.act_dim),
-                                      actor_sizes))
+             build_network(config.obs_dim, family.head_size(config.act_dim), actor_sizes,
+                           batch_renorm=config.actor_batch_renorm, network=config.network))
     critic_factory = config.critic_factory or functools.partial(
         family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
-        batch_renorm=config.critic_batch_renorm, outputs=config.critic_outputs,
-        network=config.network)
+        batch_renorm=config.critic_batch_renorm,
+        outputs=algorithm_of(config).critic_outputs(config), network=config.network)
     return actor, [critic_factory(*dims, config.hidden_sizes) for _ in range(num_critics)]
 
 
@@ -139,8 +140,8 @@ def trainable(params: Params, names) -> Params:
 
 
 def init_state(config: SACConfig, seed: int = 0) -> SACState:
-    """A fresh agent: N independently initialised critics, targets equal to them, zero moments
-    (for the trainable parameters only).
+    """A fresh agent: N independently initialised critics, targets equal to them (none for an
+    algorithm without target networks), zero moments (for the trainable parameters only).
 
     Weights are drawn from ``torch.manual_seed(seed)`` inside a forked RNG, so the global torch
     RNG is left untouched; the state's key is ``keys.make_key(seed)``. Concurrent calls take
@@ -159,7 +160,8 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
     return SACState(
         actor=actor_params,
         critic=critic_params,
-        target_critic={k: v.clone() for k, v in critic_params.items()},
+        target_critic=({k: v.clone() for k, v in critic_params.items()}
+                       if algorithm_of(config).target_networks else {}),
         actor_opt=adam_init(trainable(actor_params, static.actor_trainable)),
         critic_opt=adam_init(trainable(critic_params, static.critic_trainable)),
         alpha_opt=adam_init({"log_alpha": log_alpha}),
@@ -222,4 +224,8 @@ def check_state(state: SACState) -> None:
     n = (state.config.num_critics,)
     _check_params("actor", state.actor, state.static.actor, ())
     _check_params("critic", state.critic, state.static.critic, n)
-    _check_params("target_critic", state.target_critic, state.static.critic, n)
+    if algorithm_of(state.config).target_networks:
+        _check_params("target_critic", state.target_critic, state.static.critic, n)
+    elif state.target_critic:
+        raise ValueError(f"SACState.target_critic must be empty: algorithm "
+                         f"{state.config.algorithm!r} has no target networks")

@@ -4,12 +4,12 @@ code, inputs and machine (about a second) instead of compiling again (tens of se
 ``compile_stored(fn, args, name)`` compiles ``fn`` ahead of time with AOTInductor for the exact
 pytree structure, shapes, dtypes and devices of ``args`` and saves it under a key made of
 ``name``, that structure (the configs' static fields included), what ``fn`` computes and the code
-each state's config chooses (``funcsac.fingerprint`` of ``fn``, of the losses ``losses_for``
-gives, of the policy family and of the network factories: their code, closures and the functions
-they call, user code included), funcsac's own source files, the torch, numpy, optree and Python
-versions and the machine (CPU flags, GPU model). The saved function has no guards: each call
-checks that its inputs still have the structure, shapes, dtypes and devices it was compiled for
-and raises ``ValueError`` if not.
+each state's config chooses (``funcsac.fingerprint`` of ``fn``, of the algorithm's record
+(``funcsac.registry.algorithm_of``: its losses and settings), of the policy family and of the
+network factories: their code, closures and the functions they call, user code included),
+funcsac's own source files, the torch, numpy, optree and Python versions and the machine (CPU
+flags, GPU model). The saved function has no guards: each call checks that its inputs still have
+the structure, shapes, dtypes and devices it was compiled for and raises ``ValueError`` if not.
 
 The key leaves out the config fields that only give the initial values of the state's dynamic
 hyperparameters (``INITIAL_VALUE_FIELDS``): runs that differ only in those share one compiled
@@ -58,9 +58,8 @@ from .compile import compile_update
 from .config import INITIAL_VALUE_FIELDS
 from .fingerprint import Unfingerprintable, fingerprint
 from .machine import cpu_description
-from .policy import POLICIES
 from .state import SACState, static_for
-from .update import losses_for
+from .registry import POLICIES, algorithm_of
 
 STORE_ENV = "FUNCSAC_COMPILE_STORE"
 KEY_FILE, KEY_BYTES, MAC_BYTES = "key", 32, 32
@@ -277,8 +276,8 @@ def _keyed_config(config):
 
 
 def _chosen_code(config) -> tuple:
-    """The code ``config`` chooses by name or holds: its losses, policy family and factories."""
-    return (losses_for(config), POLICIES[config.policy], config.actor_factory,
+    """The code ``config`` chooses by name or holds: its algorithm, policy family and factories."""
+    return (algorithm_of(config), POLICIES[config.policy], config.actor_factory,
             config.critic_factory)
 
 

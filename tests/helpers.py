@@ -76,13 +76,20 @@ def with_horizons_and_weights(batch: funcsac.Batch, seed: int) -> funcsac.Batch:
                           weight=torch.rand(n, generator=g, dtype=dt))
 
 
-def assert_compiled_equals_eager(cfg, batch_for, steps: int, rtol: float, atol: float):
-    """``steps`` updates of ``torch.compile(funcsac.update, fullgraph=True)`` equal eager ones,
-    state and metrics after every step, with no recompile; ``batch_for(step)`` gives the batches.
-    Returns the compiled run's last state."""
+# the backends a variant's compiled == eager test runs with: dynamo and AOTAutograd's graph (no
+# graph break, no recompile, the traced numbers) in seconds; inductor's code, tens of seconds a
+# variant, with the slow tests (tests/test_compile.py compiles SAC's update with inductor always)
+BACKENDS = ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)]
+
+
+def assert_compiled_equals_eager(cfg, batch_for, steps: int, rtol: float, atol: float,
+                                 backend: str = "inductor"):
+    """``steps`` updates of ``torch.compile(funcsac.update, fullgraph=True, backend=backend)``
+    equal eager ones, state and metrics after every step, with no recompile; ``batch_for(step)``
+    gives the batches. Returns the compiled run's last state."""
     import optree
     torch._dynamo.reset()
-    compiled = torch.compile(funcsac.update, fullgraph=True)
+    compiled = torch.compile(funcsac.update, fullgraph=True, backend=backend)
     eager_state = compiled_state = funcsac.init_state(cfg, seed=0)
     close = lambda a, b: torch.testing.assert_close(a, b, rtol=rtol, atol=atol)  # noqa: E731
     with torch._dynamo.config.patch(error_on_recompile=True):

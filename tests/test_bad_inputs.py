@@ -32,6 +32,7 @@ OUT_OF_RANGE = {
     "num_quantiles": 0, "drop_quantiles": 25,
     "offline_data": "data\0.npz",  # a missing file is refused when the run starts (test_offline)
     "network": "resnet", "actor_hidden_sizes": (0,), "reset_every": -1,
+    "alpha_adam_betas": (0.9, 1.0), "target_entropy_scale": math.inf,
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
 

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 
 import funcsac
 from funcsac.batch_renorm import BatchRenorm, batch_renorm
-from funcsac.crossq import crossq_critic_loss, crossq_target
-from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal,
+from funcsac.algorithms.crossq import crossq_critic_loss, crossq_target
+from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch, reordered)
 
 CROSSQ = funcsac.presets.preset("crossq")
@@ -49,7 +49,8 @@ def test_batch_renorm_by_hand():
 
 def reference_critic_loss(critic, cfg, obs, action, target, weight):
     """The critic loss with every critic run separately by hand: batch renormalisation (in
-    warm-up: batch normalisation) of the joint batch, linear layers and ReLU written out."""
+    warm-up: batch normalisation) of the joint batch at the input and after each ReLU (sbx's
+    order), linear layers written out."""
     x_all = torch.cat([torch.cat([obs, action], -1),
                        torch.cat([target["next_obs"], target["next_action"]], -1)])
     B, qs = obs.shape[0], []
@@ -61,8 +62,8 @@ def reference_critic_loss(critic, cfg, obs, action, target, weight):
             return (x - mean) / torch.sqrt(var + 1e-3) * p[name + ".weight"] + p[name + ".bias"]
 
         x = norm("0", x_all)
-        for lin, bn in (("1", "2"), ("4", "5")):
-            x = torch.relu(norm(bn, x @ p[lin + ".weight"].T + p[lin + ".bias"]))
+        for lin, bn in (("1", "3"), ("4", "6")):
+            x = norm(bn, torch.relu(x @ p[lin + ".weight"].T + p[lin + ".bias"]))
         qs.append((x @ p["7.weight"].T + p["7.bias"])[:, 0])
     q = torch.stack(qs)
     y = target["reward"] + target["discount"] * (q[:, B:].detach().min(0).values
@@ -91,13 +92,13 @@ def test_joint_pass_loss_and_gradients_equal_an_independent_implementation():
                                             target, batch.weight)
     ref_grads = torch.autograd.grad(ref_loss, list(leaves.values()))
     torch.testing.assert_close(loss, ref_loss, **reordered())
-    torch.testing.assert_close(aux["target"], ref_y, **reordered())
+    torch.testing.assert_close(aux.target, ref_y, **reordered())
     for name, ref in zip(names, ref_grads):
         torch.testing.assert_close(grads[name], ref, **reordered())
     # the new running statistics: those of the joint batch at the input layer
     x = torch.cat([torch.cat([batch.obs, batch.action], -1),
                    torch.cat([target["next_obs"], target["next_action"]], -1)])
-    torch.testing.assert_close(aux["buffers"]["0.running_mean"],
+    torch.testing.assert_close(aux.buffers["0.running_mean"],
                                0.01 * x.mean(0).expand(3, -1), **reordered())
 
 
@@ -112,19 +113,55 @@ def test_update_keeps_running_statistics_as_state_and_needs_no_target_network():
     for k in stats:
         assert not torch.equal(new.critic[k], state.critic[k]), k
     assert torch.equal(new.critic["0.steps"], torch.ones(2, dtype=torch.float64))
-    # the target critics play no part: other values give the same step
-    other = state.replace(target_critic={k: torch.randn_like(v) if v.is_floating_point() else v
-                                         for k, v in state.target_critic.items()})
-    again, again_metrics = funcsac.update(other, batch)
-    assert_states_equal(again.critic, new.critic)
-    assert_states_equal(again_metrics, metrics)
+    # no target critics: none in the state, none averaged
+    assert state.target_critic == {} and new.target_critic == {}
+    with pytest.raises(ValueError, match="target_critic must be empty"):
+        funcsac.update(state.replace(target_critic=dict(state.critic)), batch)
 
 
-def test_compiled_update_equals_eager_without_recompiles():
+def test_the_actor_is_batch_renormalised_and_trains_in_training_mode():
+    """sbx's batch_norm_actor: the actor's renormalisation layers follow the input and each
+    activation; the actor's step runs them on its batch and keeps their new statistics, while
+    the critic's target and acting use the running ones."""
+    cfg = crossq_config(dtype=torch.float64)
+    state = funcsac.init_state(cfg, seed=0)
+    kinds = [type(m).__name__ for m in state.static.actor]
+    assert kinds == ["BatchRenorm", "Linear", "ReLU", "BatchRenorm", "Linear", "ReLU",
+                     "BatchRenorm", "Linear"]
+    batch = make_batch(cfg, seed=1)
+    new, _ = funcsac.update(state, batch)  # step 0: the actor's step is due
+    assert torch.equal(new.actor["0.steps"], torch.ones((), dtype=torch.float64))
+    torch.testing.assert_close(new.actor["0.running_mean"], 0.01 * batch.obs.mean(0))
+    later, _ = funcsac.update(new, make_batch(cfg, seed=2))  # step 1: not due, nothing moves
+    assert_states_equal(later.actor, new.actor)
+
+
+def test_the_temperature_keeps_its_own_adam_betas():
+    """sbx's CrossQ gives the networks Adam's beta1 0.5 and the temperature the default 0.9."""
+    cfg = crossq_config(dtype=torch.float64, policy_delay=1)
+    assert cfg.adam_betas == (0.5, 0.999) and cfg.temperature_betas == (0.9, 0.999)
+
+    def log_alpha_after(config, steps=3):
+        state = funcsac.init_state(config, seed=0)
+        for step in range(steps):
+            state, _ = funcsac.update(state, make_batch(config, seed=step))
+        return state.log_alpha
+
+    shared = crossq_config(dtype=torch.float64, policy_delay=1, alpha_adam_betas=())
+    assert shared.temperature_betas == (0.5, 0.999)
+    assert not torch.equal(log_alpha_after(cfg), log_alpha_after(shared))
+    explicit = crossq_config(dtype=torch.float64, policy_delay=1,
+                             alpha_adam_betas=(0.5, 0.999))
+    assert torch.equal(log_alpha_after(explicit), log_alpha_after(shared))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_update_equals_eager_without_recompiles(backend):
     # float64: the biases before a batch normalisation have a gradient of 0 up to rounding, which
     # Adam's first steps scale to +-lr; float32's rounding (about 1e-9) is above Adam's eps
     cfg = crossq_config(num_critics=3, num_target_critics=2, dtype=torch.float64)
-    assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, seed=step), 3, 1e-7, 1e-9)
+    assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, seed=step), 3, 1e-7, 1e-9,
+                                 backend)
 
 
 def test_vmap_over_agents_equals_a_loop():

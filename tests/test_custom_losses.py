@@ -13,7 +13,7 @@ def huber_critic_loss(delta):
     def loss(critic, static, obs, action, target_q, key, weight):
         q = apply_critics(static.critic, critic, obs, action, key)
         huber = F.huber_loss(q, target_q.expand_as(q), delta=delta, reduction="none")
-        return (weight * huber).mean(-1).sum(0), q
+        return (weight * huber).mean(-1).sum(0), funcsac.CriticOut(q, target_q)
     return loss
 
 

@@ -11,7 +11,7 @@ from torch import nn
 import funcsac
 from funcsac import keys
 from funcsac.driver.envs import check_spaces, scale_action
-from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal,
+from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      assert_vmap_equals_loop, crash_then_resume, eval_rows, reordered)
 
 N_ACTIONS = 3
@@ -136,10 +136,12 @@ def test_sampled_actions_follow_the_policy_and_random_ones_are_uniform():
     assert torch.equal(funcsac.act(state, obs[:1]), probs.argmax().reshape(1, 1).double())
 
 
-def test_compiled_update_equals_eager_without_recompiles():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_update_equals_eager_without_recompiles(backend):
     cfg = discrete_config(num_critics=3, num_target_critics=2, critic_dropout=0.1,
                           critic_layer_norm=True)
-    assert_compiled_equals_eager(cfg, lambda step: discrete_batch(cfg, seed=step), 3, 1e-4, 1e-5)
+    assert_compiled_equals_eager(cfg, lambda step: discrete_batch(cfg, seed=step), 3, 1e-4, 1e-5,
+                                 backend)
 
 
 def test_vmap_over_agents_equals_a_loop():

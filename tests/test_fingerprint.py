@@ -31,8 +31,8 @@ def _scaled_by(factor):
 
 
 def _scaled_critic_loss(*args):
-    loss, q = funcsac.critic_loss(*args)
-    return 3 * loss, q
+    loss, out = funcsac.critic_loss(*args)
+    return 3 * loss, out
 
 
 def _countdown(n):

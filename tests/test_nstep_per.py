@@ -13,8 +13,8 @@ from funcsac.driver.priority import PriorityTree
 from funcsac.driver.replay_files import load_buffer
 from funcsac.normalize import observe
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
-from helpers import (TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch, reordered,
-                     small_config)
+from helpers import (BACKENDS, TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch,
+                     reordered, small_config)
 
 
 def test_nstep_queue_matches_a_hand_table():
@@ -116,10 +116,11 @@ def test_update_with_aux_returns_td_errors_vmapped_like_a_loop():
     optree.tree_map(torch.testing.assert_close, looped[0][:2], plain)
 
 
-def test_compiled_update_with_aux_equals_eager():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_update_with_aux_equals_eager(backend):
     # with n-step horizons, importance weights and normalisation statistics in the state
     torch._dynamo.reset()
-    compiled = torch.compile(funcsac.update_with_aux, fullgraph=True)
+    compiled = torch.compile(funcsac.update_with_aux, fullgraph=True, backend=backend)
     cfg = small_config(normalize_obs=True, scale_rewards=True)
     state = funcsac.init_state(cfg, seed=0)
     state = observe(state, torch.randn(40, cfg.obs_dim) * 2, torch.randn(40, dtype=torch.float64),

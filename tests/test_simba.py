@@ -9,8 +9,8 @@ import torch
 
 import funcsac
 from funcsac.networks import _is_plain
-from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal, crash_then_resume,
-                     make_batch, reordered, small_config)
+from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
+                     crash_then_resume, make_batch, reordered, small_config)
 
 SIMBA = small_config(network="simba", hidden_sizes=(16, 16), actor_hidden_sizes=(8,),
                      num_critics=3, normalize_obs=True, policy_delay=2)
@@ -79,9 +79,10 @@ def test_networks_compute_their_published_forward_pass(cfg, reference, inner):
                                expected[0])
 
 
-def test_compiled_simba_update_equals_eager_without_recompile():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_simba_update_equals_eager_without_recompile(backend):
     compiled = assert_compiled_equals_eager(SIMBA, lambda i: make_batch(SIMBA, seed=i), 4, 1e-4,
-                                            1e-5)
+                                            1e-5, backend)
     assert compiled.step.item() == 4
 
 
@@ -178,6 +179,39 @@ def test_presets_build_their_published_networks():
         sac = cfg.sac_config(obs_dim=17, act_dim=6)
         assert (sac.network, sac.hidden_sizes, sac.actor_hidden_sizes) == (network, critic, actor)
     assert funcsac.presets.preset("bro")["reset_every"] > 0
+
+
+@pytest.mark.parametrize("name,settings", [
+    # SonyResearch/simba sac_simba.yaml, policies.py, optax.adamw (no mask)
+    ("simba", dict(log_std_min=-10.0, log_std_max=2.0, weight_decay_on="all",
+                   target_entropy=-3.0, temperature_betas=(0.9, 0.999))),
+    # naumix/BiggerRegularizedOptimistic bro_minimal: target entropy -act_dim / 2, temp beta1 0.5
+    ("bro", dict(weight_decay_on="all", target_entropy=-3.0, temperature_betas=(0.5, 0.999))),
+    # ikostrikov/rlpd sac_learner.py: target entropy -act_dim / 2
+    ("rlpd", dict(target_entropy=-3.0, policy_delay=20)),
+])
+def test_presets_take_their_references_settings(name, settings):
+    cfg = funcsac.TrainConfig.from_dict(funcsac.presets.preset(name)).sac_config(17, 6)
+    assert {k: getattr(cfg, k) for k in settings} == settings
+
+
+def test_simba_starts_from_simbas_initialisation():
+    """Orthogonal embedding and head (gain 1), He-normal block layers (a normal truncated at 2
+    standard deviations, variance 2 / fan_in), zero biases."""
+    cfg = small_config(network="simba", hidden_sizes=(64, 64), dtype=torch.float64)
+    critic = {k: v[0] for k, v in funcsac.init_state(cfg, seed=0).critic.items()}
+    embed, head = critic["0.weight"], critic["4.weight"]  # [64, in], [1, 64]
+    f32 = dict(rtol=0, atol=10 * torch.finfo(torch.float32).eps)  # drawn in float32
+    torch.testing.assert_close(embed.T @ embed, torch.eye(embed.shape[1], dtype=torch.float64),
+                               **f32)
+    torch.testing.assert_close(head @ head.T, torch.ones(1, 1, dtype=torch.float64), **f32)
+    for name in ("1.1.weight", "1.3.weight", "2.1.weight", "2.3.weight"):
+        w = critic[name]
+        bound = 2 * math.sqrt(2.0 / w.shape[1]) / 0.87962566103423978
+        assert w.abs().max() <= bound and w.std().item() == pytest.approx(
+            math.sqrt(2.0 / w.shape[1]), rel=0.05), name
+    assert all(critic[k].abs().max() == 0 for k in critic if k.endswith("bias")
+               and not k.startswith(("1.0", "2.0", "3")))  # not the LayerNorms' shifts
 
 
 @pytest.mark.slow

@@ -9,8 +9,9 @@ import torch
 import funcsac
 from funcsac import keys, tqc
 from funcsac.cli import main
-from helpers import (TINY, assert_compiled_equals_eager, assert_states_equal, crash_then_resume,
-                     make_batch, reordered, small_config, with_horizons_and_weights)
+from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
+                     crash_then_resume, make_batch, reordered, small_config,
+                     with_horizons_and_weights)
 from reference import ReferenceTQC
 
 F64 = torch.float64
@@ -47,7 +48,7 @@ def test_critic_loss_and_gradients_match_loops(weighted):
     g = torch.Generator().manual_seed(1)
     target = 2 * torch.randn(32, 3 * 4, generator=g, dtype=F64)  # N * (K - d) atoms per row
     weight = 2 * torch.rand(32, generator=g, dtype=F64) if weighted else torch.ones(32, dtype=F64)
-    grads, (loss, q) = torch.func.grad_and_value(
+    grads, (loss, out) = torch.func.grad_and_value(
         lambda p: tqc.quantile_critic_loss(p, state.static, batch.obs, batch.action, target, None,
                                            weight), has_aux=True)(state.critic)
     ref = ReferenceTQC(state)
@@ -55,7 +56,8 @@ def test_critic_loss_and_gradients_match_loops(weighted):
     ref_loss.backward()
     torch.testing.assert_close(loss, ref_loss.detach())
     z = torch.stack([c(torch.cat([batch.obs, batch.action], -1)) for c in ref.critics]).detach()
-    torch.testing.assert_close(q, z.mean(-1))
+    torch.testing.assert_close(out.q, z.mean(-1))
+    torch.testing.assert_close(out.target, target.mean(-1))
     u = target[:, None, :] - z[..., None]
     assert (u.abs() < 1).any() and (u.abs() > 1).any()  # both parts of the Huber loss
     for i, c in enumerate(ref.critics):
@@ -132,9 +134,11 @@ def test_td_error_compares_the_mean_quantile_with_the_mean_target():
     torch.testing.assert_close(metrics["target_q_mean"], y.mean())
 
 
-def test_compiled_equals_eager_without_recompile():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_equals_eager_without_recompile(backend):
     cfg = _tqc(policy_delay=2)
-    assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, seed=step), 4, 1e-5, 1e-6)
+    assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, seed=step), 4, 1e-5, 1e-6,
+                                 backend)
 
 
 def test_vmapped_agents_equal_a_loop():
@@ -192,11 +196,11 @@ def test_cli_trains_tqc(tmp_path, flags, expected):
 
 
 def test_driver_resumes_a_tqc_run_exactly(tmp_path, monkeypatch):
-    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("tqc"), **TINY}, total_steps=400,
-                              learning_starts=200, eval_every=200, checkpoint_every=200, seed=3)
+    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("tqc"), **TINY}, total_steps=300,
+                              learning_starts=200, eval_every=100, checkpoint_every=100, seed=3)
     first = funcsac.train(cfg, tmp_path / "a")
     assert first.state.critic["4.weight"].shape == (5, 25, 16)
-    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 400)
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 300)
     assert_states_equal(resumed.state, first.state)
 
 

@@ -1,9 +1,13 @@
-"""update_many equals sequential updates, eagerly, compiled and vmapped; DroQ dropout masks."""
+"""update_many: rlpd's order (d critic steps, then one actor step) against a loop, sequential
+updates otherwise; eagerly, compiled and vmapped; DroQ dropout masks."""
+import dataclasses
+
 import optree
 import pytest
 import torch
 
 import funcsac
+from funcsac.update import prepare
 from helpers import make_batch, reordered, small_config
 
 DROQ = small_config(num_critics=2, critic_dropout=0.2, critic_layer_norm=True, policy_delay=2)
@@ -19,8 +23,19 @@ def _sequential(state, batches):
     return state, metrics
 
 
+def _rlpd_order(state, batches):
+    """rlpd's ``update`` as a loop: ``policy_delay`` critic steps, then one actor and temperature
+    step on the last of their batches, against the newest critics."""
+    d, step = state.config.policy_delay, funcsac.make_update()
+    for start in range(0, len(batches), d):
+        for b in batches[start:start + d]:
+            state, k_actor, metrics, _ = step.critic_step(state, prepare(state, b))
+        state, actor_metrics = step.actor_step(state, prepare(state, b), k_actor)
+    return state, {**metrics, **actor_metrics}
+
+
 @pytest.mark.parametrize("compiled", [False, True])
-def test_update_many_equals_sequential_updates(compiled):
+def test_update_many_runs_critic_blocks_then_one_actor_step(compiled):
     """Compiled with the aot_eager backend: dynamo and AOTAutograd trace the scan as inductor
     would receive it, in seconds (test_compile.py covers inductor's numerics of the step)."""
     batches = [make_batch(DROQ, seed=i) for i in range(4)]
@@ -29,11 +44,37 @@ def test_update_many_equals_sequential_updates(compiled):
     if compiled:
         many = torch.compile(many, fullgraph=True, backend="aot_eager")
     new, metrics = many(state, _stack(*batches))
-    expected, last = _sequential(state, batches)
+    expected, last = _rlpd_order(state, batches)
     tol = dict(rtol=1e-5, atol=1e-6) if compiled else dict(rtol=0, atol=0)
     optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, **tol), new, expected)
-    assert metrics["critic_loss"].shape == (4,)
-    torch.testing.assert_close(metrics["critic_loss"][-1], last["critic_loss"], **tol)
+    assert metrics["critic_loss"].shape == (4,) and metrics["actor_loss"].shape == (2,)
+    for name in funcsac.METRIC_NAMES:
+        torch.testing.assert_close(metrics[name][-1], last[name], **tol)
+    # 4 critic steps, 2 actor and temperature steps: none computed and discarded
+    assert (new.critic_opt.count.item(), new.actor_opt.count.item(),
+            new.alpha_opt.count.item(), new.step.item()) == (4, 2, 2, 4)
+
+
+def test_update_many_without_a_delay_is_sequential_updates():
+    """policy_delay 1 (SimBa's and BRO's order), or a delay that does not divide the number of
+    batches: a whole update per batch."""
+    for cfg, utd in ((dataclasses.replace(DROQ, policy_delay=1), 3), (DROQ, 3)):
+        batches = [make_batch(cfg, seed=i) for i in range(utd)]
+        state = funcsac.init_state(cfg, seed=0)
+        new, metrics = funcsac.update_many(state, _stack(*batches))
+        expected, last = _sequential(state, batches)
+        optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=0, atol=0), new,
+                        expected)
+        assert metrics["actor_loss"].shape == (utd,)
+
+
+def test_prioritized_aux_has_a_td_error_per_critic_step():
+    batches = [make_batch(DROQ, seed=i) for i in range(4)]
+    state = funcsac.init_state(DROQ, seed=0)
+    _, _, aux = funcsac.make_update_many(funcsac.update_with_aux)(state, _stack(*batches))
+    assert aux["td_error"].shape == (4, batches[0].obs.shape[0])
+    first, _, first_aux = funcsac.update_with_aux(state, batches[0])
+    torch.testing.assert_close(aux["td_error"][0], first_aux["td_error"], rtol=0, atol=0)
 
 
 def test_dropout_masks_differ_per_critic_and_key_and_vanish_without_key():
@@ -57,7 +98,7 @@ def test_droq_vmapped_over_seeds_equals_loop():
     stacked, _ = torch.func.vmap(funcsac.update_many)(
         _stack(*states), _stack(*[_stack(*b) for b in batches]))
     for i, (s, b) in enumerate(zip(states, batches)):
-        expected, _ = _sequential(s, b)
+        expected, _ = _rlpd_order(s, b)
         optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, **reordered(DROQ.dtype)),
                         stacked, expected)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from ..config import SACConfig, check_device
+from ..registry import algorithm_help
 from ..state import HParams
 from .agents import parse_sweep
 
@@ -116,32 +117,39 @@ _HELP = {
     "num_target_critics": "target critics the TD target takes the min over, drawn at random "
                           "from the N (REDQ's M; none: min(2, N))",
     "gamma": "discount factor",
-    "tau": "polyak rate of the target critics, every gradient step",
+    "tau": "polyak rate of the target critics, every gradient step (algorithms with target "
+           "critics)",
     "actor_lr": "actor learning rate",
     "critic_lr": "critic learning rate",
     "alpha_lr": "temperature learning rate",
     "init_alpha": "initial entropy temperature",
     "learn_alpha": "tune the temperature towards the target entropy",
-    "target_entropy": "target entropy (none: -act_dim; discrete actions: 0.89 log n)",
-    "policy_delay": "gradient steps between actor and temperature updates",
+    "target_entropy": "target entropy (none: the policy family's default times "
+                      "target_entropy_scale: -act_dim, or 0.89 log n for n discrete actions)",
+    "target_entropy_scale": "multiplies the default target entropy when target_entropy is none "
+                            "(rlpd, SimBa, BRO: 0.5, i.e. -act_dim / 2)",
+    "policy_delay": "critic steps per actor and temperature step (with --utd a multiple of it: "
+                    "that many critic steps, then one actor step on the last batch)",
     "max_grad_norm": "clip each network's gradient to this global norm (none: no clipping)",
     "weight_decay": "decoupled (AdamW) weight decay",
     "weight_decay_on": "parameters weight decay applies to: weights (>= 2 dims: not biases nor "
                        "normalisation scales) or all",
     "adam_betas": "Adam's beta1 beta2",
+    "alpha_adam_betas": "the temperature's Adam beta1 beta2 (none: adam_betas)",
     "adam_eps": "Adam's epsilon",
     "log_std_min": "lower bound of the policy's log standard deviation",
     "log_std_max": "upper bound of the policy's log standard deviation",
-    "algorithm": "the losses update trains with (funcsac.ALGORITHMS): sac, or a variant "
-                 "(tqc)",
-    "num_quantiles": "TQC (--algorithm tqc): quantiles of the return each critic outputs (K)",
-    "drop_quantiles": "TQC: top quantiles per critic dropped from the pooled target (d; the "
-                      "target keeps N * (K - d) of the N * K)",
+    "num_quantiles": "quantiles of the return each critic outputs (K), for an algorithm with "
+                     "quantile critics",
+    "drop_quantiles": "top quantiles per critic dropped from the pooled target (d; the target "
+                      "keeps N * (K - d) of the N * K), for an algorithm with quantile critics",
     "actor_q_reduction": "how the actor loss combines the critics: min or mean",
     "critic_dropout": "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)",
     "critic_layer_norm": "LayerNorm after each hidden layer of the critics (DroQ)",
     "critic_batch_renorm": "batch renormalisation of the critics' input and hidden layers "
                            "(CrossQ)",
+    "actor_batch_renorm": "batch renormalisation of the actor's input and hidden layers, in "
+                          "training mode in the actor's step (CrossQ)",
     "normalize_obs": "normalise observations by their running mean and std (kept in the agent's "
                      "state and checkpoints, applied when acting, training and in exports)",
     "scale_rewards": "divide rewards by the running std of the discounted return (as SB3's "
@@ -150,7 +158,9 @@ _HELP = {
 
 
 def help_text(name: str) -> str:
-    """The command-line help of a config field."""
+    """The command-line help of a config field (the algorithms' from the registry)."""
+    if name == "algorithm":
+        return f"the losses update trains with, one of: {algorithm_help()}"
     return _HELP[name]
 
 
@@ -159,9 +169,9 @@ class _TrainConfigMethods:
 
     def __post_init__(self):
         # lists from a config file become tuples (SACConfig rejects other types)
-        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas"):
-            if isinstance(getattr(self, name), list):
-                object.__setattr__(self, name, tuple(getattr(self, name)))
+        for f in dataclasses.fields(self):
+            if isinstance(f.default, tuple) and isinstance(getattr(self, f.name), list):
+                object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
         for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype", "wandb_project",
                      "wandb_mode", "offline_data"):
             if not isinstance(getattr(self, name), str):

@@ -10,10 +10,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..config import SACConfig
-from ..networks import apply_actor
-from ..discrete import apply_logits
 from ..normalize import RunningStats, normalize_obs
+from ..registry import POLICIES
+from ..state import Static
 from .atomic import write_atomically
 from .envs import EnvSpec, scale_action
 
@@ -22,14 +21,15 @@ FORMATS = ("torch-export", "onnx")
 
 class Policy(nn.Module):
     """One agent's deterministic policy: ``obs [B, obs_dim]`` (float32) -> action ``[B, act_dim]``
-    in the environment's bounds and the action space's dtype (discrete actions: ``[B]``). The actor's tensors are buffers in
-    the agent's dtype, which the computation uses."""
+    in the environment's bounds and the action space's dtype (discrete actions: ``[B]``), as
+    its policy family's ``act`` computes it. The actor's tensors are buffers in the agent's
+    dtype, which the computation uses."""
 
-    def __init__(self, template: nn.Module, params: dict, config: SACConfig, spec: EnvSpec,
+    def __init__(self, static: Static, params: dict, spec: EnvSpec,
                  obs_stats: Optional[RunningStats] = None):
         super().__init__()
-        # not a submodule: the weightless template (on the meta device) is no part of the state
-        object.__setattr__(self, "template", template)
+        # not a submodule: the weightless templates (on the meta device) are no part of the state
+        object.__setattr__(self, "static", static)
         self.names = tuple(params)
         for i, tensor in enumerate(params.values()):
             self.register_buffer(f"param_{i}", tensor)
@@ -37,8 +37,7 @@ class Policy(nn.Module):
         if self.normalize:  # the running statistics, as the agent's act applies them
             self.register_buffer("obs_mean", obs_stats.mean)
             self.register_buffer("obs_var", obs_stats.var)
-        self.spec, self.dtype = spec, config.dtype
-        self.log_std_min, self.log_std_max = config.log_std_min, config.log_std_max
+        self.spec, self.dtype = spec, static.config.dtype
         self.action_dtype = torch.from_numpy(np.empty(0, spec.action_dtype)).dtype
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -46,11 +45,7 @@ class Policy(nn.Module):
         obs = _as_dtype(obs, self.dtype)
         if self.normalize:
             obs = normalize_obs({"obs": RunningStats(None, self.obs_mean, self.obs_var)}, obs)
-        if self.spec.discrete:  # the most likely action
-            action = apply_logits(self.template, params, obs).argmax(-1, keepdim=True)
-        else:
-            mean, _ = apply_actor(self.template, params, obs, self.log_std_min, self.log_std_max)
-            action = torch.tanh(mean)
+        action = POLICIES[self.static.config.policy].act(self.static, params, obs)
         return _as_dtype(scale_action(action, self.spec), self.action_dtype)
 
 
@@ -75,7 +70,7 @@ def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
     params = {name: t.detach().to("cpu", copy=True) for name, t in state.actor.items()}
     stats = state.norm.get("obs")
     stats = None if stats is None else RunningStats(*(t.detach().to("cpu", copy=True) for t in stats))
-    return Policy(state.static.actor, params, state.config, agent.spec, stats)
+    return Policy(state.static, params, agent.spec, stats)
 
 
 def export_policy(agent, path: Union[str, Path], fmt: str,

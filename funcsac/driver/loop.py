@@ -26,7 +26,7 @@ from ..act import act
 from ..batch import Batch
 from ..machine import numerics, numerics_differences
 from ..normalize import observe
-from ..policy import POLICIES
+from ..registry import POLICIES
 from ..state import HParams, SACState, init_state, reset_params
 from ..stored_compile import compile_stored
 from ..update import METRIC_NAMES, update, update_with_aux

@@ -18,12 +18,12 @@ from typing import Tuple
 
 import torch
 
-from . import keys
-from .batch import Batch
-from .losses import sample_action
-from .networks import Params, apply_critics
-from .state import SACState, Static
-from .update import ALGORITHMS, Losses, bootstrap
+from .. import keys
+from ..batch import Batch
+from ..losses import ActorOut, CriticOut, Losses, bootstrap, sample_action
+from ..networks import Params, apply_critics
+from ..registry import Algorithm, register
+from ..state import SACState, Static
 
 
 def apply_quantile_critics(static: Static, critic: Params, obs: torch.Tensor,
@@ -72,24 +72,35 @@ def quantile_huber(z: torch.Tensor, atoms: torch.Tensor) -> torch.Tensor:
 
 def quantile_critic_loss(critic: Params, static: Static, obs: torch.Tensor,
                          action: torch.Tensor, target_q: torch.Tensor, key: torch.Tensor,
-                         weight: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+                         weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``mean_B weight * quantile_huber(Z_i, target)`` summed over the N critics, for the
-    target atoms ``target_q [B, M]``; returns ``(loss, Q [N, B])``, Q the mean of the
-    quantiles."""
+    target atoms ``target_q [B, M]``; returns ``(loss, CriticOut(Q [N, B], target [B]))``, Q
+    the mean of each critic's quantiles and target the mean of the atoms."""
     z = apply_quantile_critics(static, critic, obs, action, key)
-    return (weight * quantile_huber(z, target_q)).mean(-1).sum(0), z.mean(-1)
+    loss = (weight * quantile_huber(z, target_q)).mean(-1).sum(0)
+    return loss, CriticOut(z.mean(-1), target_q.mean(-1))
 
 
 def quantile_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-                        alpha: torch.Tensor,
-                        key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+                        alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
     """``mean_B(alpha * log pi(a|s) - Q(s, a))``, Q the mean of all N critics' K quantiles,
-    ``a ~ pi(.|s)`` reparameterised with ``key``; returns ``(loss, log_prob [B])``."""
+    ``a ~ pi(.|s)`` reparameterised with ``key``, the actor in training mode; returns
+    ``(loss, ActorOut(log_prob [B], the actor's new buffers))``."""
     k_sample, k_dropout = keys.split(key, 2)
-    a, log_prob = sample_action(actor, static, obs, k_sample)
+    stats = {}
+    a, log_prob = sample_action(actor, static, obs, k_sample, stats)
     z = apply_quantile_critics(static, critic, obs, a, k_dropout)
-    return (alpha * log_prob - z.mean((0, 2))).mean(), log_prob
+    return (alpha * log_prob - z.mean((0, 2))).mean(), ActorOut(log_prob, stats)
 
 
-ALGORITHMS["tqc"] = Losses(critic=quantile_critic_loss, actor=quantile_actor_loss,
-                           target=truncated_target)
+def _quantiles(config) -> int:
+    """Each critic's outputs: ``num_quantiles``."""
+    return config.num_quantiles
+
+
+TQC = register(Algorithm(
+    "tqc", Losses(critic=quantile_critic_loss, actor=quantile_actor_loss,
+                  target=truncated_target),
+    help="truncated quantile critics: num_quantiles per critic, the top drop_quantiles of each "
+         "left out of the pooled target",
+    critic_outputs=_quantiles))

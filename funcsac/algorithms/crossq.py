@@ -2,9 +2,10 @@
 state-action pairs in one joint forward pass, batch-renormalised together, and the target is
 built from that pass's values of the next pairs (without gradient).
 
-``algorithm="crossq"`` selects these losses; the ``crossq`` preset adds the critics' batch
-renormalisation (``critic_batch_renorm``), ``policy_delay`` 3 and Adam's beta1 0.5. The state's
-``target_critic`` is kept (every algorithm has one state structure) but unused.
+``algorithm="crossq"`` selects these losses and a state without target critics; the ``crossq``
+preset adds batch renormalisation to the critics and the actor (``critic_batch_renorm``,
+``actor_batch_renorm``: after each activation, as sbx's ``crossq`` places it), ``policy_delay`` 3
+and Adam's beta1 0.5 for the networks (the temperature keeps 0.9), as sbx's CrossQ does.
 
 Shapes: ``B`` batch rows, ``N`` critics.
 """
@@ -14,12 +15,12 @@ from typing import Dict, Tuple
 
 import torch
 
-from . import keys
-from .batch import Batch
-from .losses import sample_action
-from .networks import Params, apply_critics_training
-from .state import SACState, Static
-from .update import ALGORITHMS, Losses, target_subset
+from .. import keys
+from ..batch import Batch
+from ..losses import CriticOut, Losses, sample_action, target_subset
+from ..networks import Params, apply_critics_training
+from ..registry import Algorithm, register
+from ..state import SACState, Static
 
 
 def crossq_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str, torch.Tensor]:
@@ -35,12 +36,12 @@ def crossq_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str,
 
 def crossq_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
                        target: Dict[str, torch.Tensor], key: torch.Tensor,
-                       weight: torch.Tensor) -> Tuple[torch.Tensor, dict]:
+                       weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``0.5 * mean_B weight * (Q_i(s, a) - y)^2`` summed over the critics, with
     ``y = reward + discount * (min_M Q(s', a') + entropy)`` from the same joint pass over
     ``[(s, a); (s', a')]`` (``[2B]`` rows, one set of batch statistics), ``y`` without gradient;
-    the min runs over a random ``num_target_critics`` of the critics. Returns ``(loss, {"q": Q
-    [N, B], "target": y [B], "buffers": the new running statistics})``."""
+    the min runs over a random ``num_target_critics`` of the critics. Returns ``(loss,
+    CriticOut(Q [N, B], y [B], the new running statistics))``."""
     cfg, B = static.config, obs.shape[0]
     k_pass, k_subset = keys.split(key, 2)
     q_both, stats = apply_critics_training(
@@ -50,7 +51,10 @@ def crossq_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action
     q_next = target_subset(cfg, q_next, k_subset)
     y = target["reward"] + target["discount"] * (q_next.min(0).values + target["entropy"])
     loss = 0.5 * (weight * (q - y).square()).mean(-1).sum(0)
-    return loss, {"q": q, "target": y, "buffers": stats}
+    return loss, CriticOut(q, y, stats)
 
 
-ALGORITHMS["crossq"] = Losses(critic=crossq_critic_loss, target=crossq_target)
+CROSSQ = register(Algorithm(
+    "crossq", Losses(critic=crossq_critic_loss, target=crossq_target),
+    help="no target networks; critics batch-renormalised over the current and next pairs in "
+         "one pass", target_networks=False))

@@ -13,13 +13,13 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
-from . import keys
-from .batch import Batch
-from .networks import Params, _forward, critic_network, dropout_key_names, with_dropout_keys
-from .policy import POLICIES, PolicyFamily
-from .state import SACState, Static
-from .losses import reduce_critics
-from .update import ALGORITHMS_BY_POLICY, Losses, bootstrap, target_subset
+from .. import keys
+from ..batch import Batch
+from ..losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
+from ..networks import Params, _forward, build_network, dropout_key_names, with_dropout_keys
+from ..policy import PolicyFamily
+from ..registry import Algorithm, register, register_policy
+from ..state import SACState, Static
 
 
 def apply_logits(template: nn.Module, params: Params, obs: torch.Tensor) -> torch.Tensor:
@@ -65,7 +65,7 @@ class Categorical(PolicyFamily):
         return 0.89 * math.log(act_dim)
 
     def default_critic(self, obs_dim, act_dim, hidden_sizes, outputs=1, **options):
-        return critic_network(obs_dim, act_dim, hidden_sizes, **options)  # all actions' values
+        return build_network(obs_dim, act_dim, hidden_sizes, **options)  # all actions' values
 
     def act(self, static, actor, obs, noise=None):
         logits = _forward(static.actor, actor, obs)
@@ -80,7 +80,7 @@ class Categorical(PolicyFamily):
         return ((action >= 0) & (action < act_dim) & (action == action.round())).all()
 
 
-POLICIES["categorical"] = Categorical()
+register_policy("categorical", Categorical())
 
 
 def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
@@ -97,26 +97,27 @@ def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.T
 
 def discrete_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
                          target_q: torch.Tensor, key: torch.Tensor,
-                         weight: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+                         weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``0.5 * mean_B weight * (Q_i(s, a) - target)^2`` summed over the critics, ``a`` the
-    batch's action indices ``[B, 1]``; returns ``(loss, Q [N, B])``."""
+    batch's action indices ``[B, 1]``; returns ``(loss, CriticOut(Q [N, B], target_q))``."""
     q_all = apply_q_values(static.critic, critic, obs, key)  # [N, B, n]
     index = action.long().expand(q_all.shape[0], -1, -1)  # [N, B, 1]
     q = q_all.gather(-1, index).squeeze(-1)
-    return 0.5 * (weight * (q - target_q).square()).mean(-1).sum(0), q
+    return 0.5 * (weight * (q - target_q).square()).mean(-1).sum(0), CriticOut(q, target_q)
 
 
 def discrete_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-                        alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+                        alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
     """``mean_B sum_a pi(a|s) (alpha * log pi(a|s) - Q(s, a))``, Q the min (or mean, per
-    ``config.actor_q_reduction``) over the critics; returns ``(loss, E_pi[log pi] [B])``, the
-    negative entropy, which the temperature loss takes in place of a sampled log-prob."""
+    ``config.actor_q_reduction``) over the critics; returns ``(loss, ActorOut(E_pi[log pi] [B]))``,
+    the negative entropy, which the temperature loss takes in place of a sampled log-prob."""
     log_p = apply_logits(static.actor, actor, obs)
     q = reduce_critics(apply_q_values(static.critic, critic, obs, key),
                        static.config.actor_q_reduction)
     p = log_p.exp()
-    return (p * (alpha * log_p - q)).sum(-1).mean(), (p * log_p).sum(-1)
+    return (p * (alpha * log_p - q)).sum(-1).mean(), ActorOut((p * log_p).sum(-1))
 
 
-ALGORITHMS_BY_POLICY["categorical"] = {
-    "sac": Losses(critic=discrete_critic_loss, actor=discrete_actor_loss, target=discrete_target)}
+DISCRETE_SAC = register(Algorithm(
+    "sac", Losses(critic=discrete_critic_loss, actor=discrete_actor_loss, target=discrete_target),
+    policy="categorical", help="SAC-Discrete: exact expectations over the actions"))
