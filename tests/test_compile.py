@@ -47,6 +47,7 @@ def test_compiled_update_does_not_mutate_inputs(compiled_update):
     optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=0, atol=0), (state, batch), before)
 
 
+@pytest.mark.slow  # max-autotune times every GEMM template: a minute of compiling on a CPU
 def test_compile_update_helper_and_max_autotune_mode():
     torch._dynamo.reset()
     step = funcsac.compile_update(mode="max-autotune-no-cudagraphs")

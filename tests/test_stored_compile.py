@@ -98,13 +98,13 @@ def test_inputs_it_was_not_compiled_for_are_refused(stored):
 
 
 def _doubled_critic_loss(*args):
-    loss, q = funcsac.critic_loss(*args)
-    return 2 * loss, q
+    loss, out = funcsac.critic_loss(*args)
+    return 2 * loss, out
 
 
 def _halved_critic_loss(*args):
-    loss, q = funcsac.critic_loss(*args)
-    return loss / 2, q
+    loss, out = funcsac.critic_loss(*args)
+    return loss / 2, out
 
 
 def test_the_key_holds_structure_and_code_but_not_initial_hyperparameter_values(monkeypatch):
@@ -140,61 +140,47 @@ def _assert_metrics_close(metrics, expected):
         torch.testing.assert_close(metrics[name], expected[name], rtol=1e-5, atol=1e-6)
 
 
+def _critic_step(state, batch):
+    """A critic's training step (half an update: a quicker compile that still takes the loss)."""
+    new, _, metrics, _ = funcsac.update.critic_step(state, batch)
+    return new.critic, metrics
+
+
 def test_a_changed_loss_of_a_registered_algorithm_is_compiled_again(tmp_path, monkeypatch):
-    """The same algorithm name and update function, other losses: the update is compiled again
-    and computes the new losses; each version stays in the store, and a new process loads the
-    first one with its own numbers."""
+    """The same algorithm name and function, other losses: the critic's step is compiled again
+    and computes the new loss; each version stays in the store (a new process finds the same
+    key: tests/test_fingerprint.py)."""
     monkeypatch.setitem(funcsac.ALGORITHMS, "variant", funcsac.Losses(critic=_doubled_critic_loss))
     cfg = small_config(algorithm="variant")
     state, batch = funcsac.init_state(cfg), make_batch(cfg)
-    doubled = compile_stored(funcsac.update, (state, batch), "update", tmp_path)
-    _assert_metrics_close(doubled(state, batch)[1], funcsac.update(state, batch)[1])
+    doubled = compile_stored(_critic_step, (state, batch), "critic_step", tmp_path)
+    _assert_metrics_close(doubled(state, batch)[1], _critic_step(state, batch)[1])
     monkeypatch.setitem(funcsac.ALGORITHMS, "variant", funcsac.Losses(critic=_halved_critic_loss))
-    halved = compile_stored(funcsac.update, (state, batch), "update", tmp_path)
+    halved = compile_stored(_critic_step, (state, batch), "critic_step", tmp_path)
     assert not doubled.loaded and not halved.loaded
-    eager = funcsac.update(state, batch)[1]
+    eager = _critic_step(state, batch)[1]
     _assert_metrics_close(halved(state, batch)[1], eager)
-    script = textwrap.dedent(f"""
-        import sys, torch
-        sys.path.insert(0, {os.path.dirname(__file__)!r})
-        import funcsac
-        from helpers import make_batch, small_config
-        from test_stored_compile import _doubled_critic_loss
-        funcsac.ALGORITHMS["variant"] = funcsac.Losses(critic=_doubled_critic_loss)
-        cfg = small_config(algorithm="variant")
-        state, batch = funcsac.init_state(cfg), make_batch(cfg)
-        fn = funcsac.compile_stored(funcsac.update, (state, batch), "update", {str(tmp_path)!r})
-        assert fn.loaded
-        print(fn(state, batch)[1]["critic_loss"].item())
-    """)
-    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
-                         text=True).stdout
-    assert float(out) == pytest.approx(4 * eager["critic_loss"].item(), rel=1e-5)
+    monkeypatch.setitem(funcsac.ALGORITHMS, "variant", funcsac.Losses(critic=_doubled_critic_loss))
+    again = compile_stored(_critic_step, (state, batch), "critic_step", tmp_path)
+    assert again.loaded
+    assert again(state, batch)[1]["critic_loss"].item() == pytest.approx(
+        4 * eager["critic_loss"].item(), rel=1e-5)
 
 
 def _double(x):
     return x * 2
 
 
-def test_a_damaged_file_is_compiled_again_and_replaced(tmp_path):
-    x = torch.arange(4.0)
-    first = compile_stored(_double, (x,), "double", tmp_path)
-    (path,) = tmp_path.glob("double-*.pt2")
-    path.write_bytes(b"not a compiled function")
-    with pytest.warns(UserWarning, match="not signed with this store's key.*removed"):
-        again = compile_stored(_double, (x,), "double", tmp_path)
-    assert not first.loaded and not again.loaded
-    assert torch.equal(again(x), x * 2)
-    assert compile_stored(_double, (x,), "double", tmp_path).loaded
-
-
 def test_a_compiled_run_and_a_later_one_loading_the_update_train_alike(tmp_path, monkeypatch):
+    """With UTD 2 and a policy delay of 2, the driver's step is update_many's block of critic
+    steps and one actor step."""
     from funcsac.driver import loop
     made = []
     monkeypatch.setattr(loop, "compile_stored",
                         lambda *a, **k: made.append(compile_stored(*a, **k)) or made[-1])
-    cfg = funcsac.TrainConfig(**{**TINY, "compile": True}, env_id="Pendulum-v1",
-                              total_steps=300, learning_starts=200, eval_every=150, seed=3)
+    cfg = funcsac.TrainConfig(**{**TINY, "compile": True}, env_id="Pendulum-v1", utd=2,
+                              policy_delay=2, total_steps=300, learning_starts=200,
+                              eval_every=150, seed=3)
     funcsac.train(cfg, tmp_path / "first")
     funcsac.train(cfg, tmp_path / "second")
     assert [f.loaded for f in made] == [False, True]
@@ -211,19 +197,20 @@ class _Planted:
         return open, (self.marker, "w")
 
 
-@pytest.mark.parametrize("signed_by", [None, "another key"])
-def test_a_planted_pickle_runs_nothing_and_is_compiled_again(tmp_path, signed_by):
-    """A file at an artifact's path that this store did not sign is removed unread."""
+def test_a_damaged_or_planted_file_runs_nothing_and_is_compiled_again(tmp_path):
+    """A file at an artifact's path that this store did not sign (damaged, or a pickle planted
+    unsigned or signed with another key) is removed unread and compiled again."""
     x, store, marker = torch.arange(4.0), tmp_path / "store", tmp_path / "planted-code-ran"
-    compile_stored(_double, (x,), "double", store)
-    (path,) = store.glob("double-*.pt2")
+    assert not compile_stored(_double, (x,), "double", store).loaded
     payload = pickle.dumps(_Planted(str(marker)))
-    mac = b"" if signed_by is None else hmac.new(os.urandom(32), payload, hashlib.sha256).digest()
-    path.write_bytes(mac + payload)
-    with pytest.warns(UserWarning, match="not signed with this store's key.*removed"):
-        again = compile_stored(_double, (x,), "double", store)
-    assert not marker.exists()
-    assert not again.loaded and torch.equal(again(x), x * 2)
+    for damage in (b"not a compiled function", payload,
+                   hmac.new(os.urandom(32), payload, hashlib.sha256).digest() + payload):
+        (path,) = store.glob("double-*.pt2")
+        path.write_bytes(damage)
+        with pytest.warns(UserWarning, match="not signed with this store's key.*removed"):
+            again = compile_stored(_double, (x,), "double", store)
+        assert not marker.exists()
+        assert not again.loaded and torch.equal(again(x), x * 2)
     assert compile_stored(_double, (x,), "double", store).loaded
 
 
