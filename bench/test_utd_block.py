@@ -6,8 +6,9 @@
 ``update_many`` runs 20 critic steps and then one actor and temperature step (rlpd's order), so
 it should cost about ``20 * critic_step + (update - critic_step)``: the rows ``critic_step`` (one
 critic step and its polyak average) and ``update`` (a critic and an actor step) give both.
-``PYTHONPATH=<another checkout> pytest bench/test_utd_block.py`` measures that version's
-``update_many`` (the part rows skip where it has no ``critic_step``).
+Copied into another checkout and run from its folder (``python -m pytest`` puts the working
+folder first on ``sys.path``), it measures that version's ``update_many`` (the part rows skip
+where it has no ``critic_step``).
 """
 import pytest
 import torch
