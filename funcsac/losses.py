@@ -92,21 +92,24 @@ def sample_action(actor: Params, static: Static, obs: torch.Tensor, key: torch.T
     return tanh_gaussian_sample(mean, log_std, key)
 
 
-def actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-               alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
-    """``mean_B(alpha * log pi(a|s) - Q(s, a))``, ``a ~ pi(.|s)`` reparameterised with ``key``
-    (which also draws any critic dropout masks), the actor in training mode.
-
-    Q is the min (or mean, per ``config.actor_q_reduction``) over the N critics. Returns
-    ``(loss, ActorOut(log_prob [B], the actor's new buffers))``.
-    """
-    cfg = static.config
+def policy_loss(actor: Params, static: Static, obs: torch.Tensor, alpha: torch.Tensor,
+                key: torch.Tensor, value: Callable) -> Tuple[torch.Tensor, ActorOut]:
+    """``mean_B(alpha * log pi(a|s) - value(a, k))`` for ``a ~ pi(.|s)`` reparameterised with
+    ``key``, the actor in training mode; ``value(a [B, A], k) -> [B]`` is the critics' estimate
+    (``k``, split off ``key``, draws any critic dropout masks). Returns ``(loss,
+    ActorOut(log_prob [B], the actor's new buffers))``."""
     k_sample, k_dropout = keys.split(key, 2)
     stats = {}
     a, log_prob = sample_action(actor, static, obs, k_sample, stats)
-    q = reduce_critics(apply_critics(static.critic, critic, obs, a, k_dropout),
-                       cfg.actor_q_reduction)
-    return (alpha * log_prob - q).mean(), ActorOut(log_prob, stats)
+    return (alpha * log_prob - value(a, k_dropout)).mean(), ActorOut(log_prob, stats)
+
+
+def actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
+               alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
+    """``policy_loss`` with Q the min (or mean, per ``config.actor_q_reduction``) over the N
+    critics."""
+    return policy_loss(actor, static, obs, alpha, key, lambda a, k: reduce_critics(
+        apply_critics(static.critic, critic, obs, a, k), static.config.actor_q_reduction))
 
 
 def reduce_critics(q: torch.Tensor, how: str) -> torch.Tensor:

@@ -218,7 +218,7 @@ def thread_template(template: nn.Module) -> nn.Module:
 # layers ``_run_plain`` applies itself; any other layer without parameters or buffers (ReLU,
 # Tanh, ...) is simply called
 _PLAIN_LAYERS = (nn.Linear, nn.LayerNorm, KeyedDropout, BatchRenorm)
-_PLAIN: "weakref.WeakKeyDictionary[nn.Module, bool]" = weakref.WeakKeyDictionary()
+_FACTS: "weakref.WeakKeyDictionary[nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
 def _plain_structure(template: nn.Module) -> bool:
@@ -238,13 +238,25 @@ def _plain_structure(template: nn.Module) -> bool:
     return type(template) is nn.Sequential and not hooked(template) and all(map(plain, template))
 
 
+def _has_batch_renorm(template: nn.Module) -> bool:
+    """Whether ``template`` holds a ``BatchRenorm`` layer."""
+    return any(isinstance(m, BatchRenorm) for m in template.modules())
+
+
+def _fact(template: nn.Module, of) -> bool:
+    """``of(template)`` for a structural question about a template, remembered per template
+    outside compiled code (a template is never changed after it is built)."""
+    if torch.compiler.is_compiling():
+        return of(template)
+    facts = _FACTS.setdefault(template, {})
+    if of not in facts:
+        facts[of] = of(template)
+    return facts[of]
+
+
 def _is_plain(template: nn.Module) -> bool:
     """``_plain_structure``, remembered per template outside compiled code."""
-    if torch.compiler.is_compiling():
-        return _plain_structure(template)
-    if template not in _PLAIN:
-        _PLAIN[template] = _plain_structure(template)
-    return _PLAIN[template]
+    return _fact(template, _plain_structure)
 
 
 def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
@@ -281,7 +293,7 @@ def _forward(template: nn.Module, params: Params, x: torch.Tensor,
     ``_run_plain`` (ignored by a template without BatchRenorm layers)."""
     if _is_plain(template):
         return _run_plain(template, params, x, stats)
-    if stats is not None and any(isinstance(m, BatchRenorm) for m in template.modules()):
+    if stats is not None and _fact(template, _has_batch_renorm):
         raise ValueError("training-mode batch statistics need a network that is an "
                          "nn.Sequential of Linear, LayerNorm, KeyedDropout, BatchRenorm and "
                          f"parameter-free layers, got {type(template).__name__}")

@@ -119,7 +119,7 @@ def _build(config: SACConfig, num_critics: int):
     critic_factory = config.critic_factory or functools.partial(
         family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
         batch_renorm=config.critic_batch_renorm,
-        outputs=algorithm_of(config).critic_outputs(config), network=config.network)
+        outputs=config.critic_outputs, network=config.network)
     return actor, [critic_factory(*dims, config.hidden_sizes) for _ in range(num_critics)]
 
 

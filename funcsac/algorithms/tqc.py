@@ -20,7 +20,7 @@ import torch
 
 from .. import keys
 from ..batch import Batch
-from ..losses import ActorOut, CriticOut, Losses, bootstrap, sample_action
+from ..losses import ActorOut, CriticOut, Losses, bootstrap, policy_loss, sample_action
 from ..networks import Params, apply_critics
 from ..registry import Algorithm, register
 from ..state import SACState, Static
@@ -83,14 +83,9 @@ def quantile_critic_loss(critic: Params, static: Static, obs: torch.Tensor,
 
 def quantile_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
                         alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
-    """``mean_B(alpha * log pi(a|s) - Q(s, a))``, Q the mean of all N critics' K quantiles,
-    ``a ~ pi(.|s)`` reparameterised with ``key``, the actor in training mode; returns
-    ``(loss, ActorOut(log_prob [B], the actor's new buffers))``."""
-    k_sample, k_dropout = keys.split(key, 2)
-    stats = {}
-    a, log_prob = sample_action(actor, static, obs, k_sample, stats)
-    z = apply_quantile_critics(static, critic, obs, a, k_dropout)
-    return (alpha * log_prob - z.mean((0, 2))).mean(), ActorOut(log_prob, stats)
+    """``funcsac.losses.policy_loss`` with Q the mean of all N critics' K quantiles."""
+    return policy_loss(actor, static, obs, alpha, key, lambda a, k: apply_quantile_critics(
+        static, critic, obs, a, k).mean((0, 2)))
 
 
 def _quantiles(config) -> int:
