@@ -62,9 +62,22 @@ class KeyedDropout(nn.Module):
         return torch.where(keep, x / (1.0 - self.p), torch.zeros_like(x))
 
 
-def dropout_key_names(module: nn.Module) -> tuple:
-    """Names of the ``key`` buffers of the module's ``KeyedDropout`` layers."""
+def dropout_key_names(template: nn.Module) -> tuple:
+    """Names of the ``key`` buffers of the template's ``KeyedDropout`` layers (remembered per
+    template)."""
+    return _fact(template, _dropout_key_names)
+
+
+def _dropout_key_names(module: nn.Module) -> tuple:
     return tuple(f"{name}.key" for name, m in module.named_modules() if isinstance(m, KeyedDropout))
+
+
+def per_critic_keys(template: nn.Module, key: Optional[torch.Tensor], n: int):
+    """``n`` keys ``[n, 2]`` split from ``key``, one per critic for its dropout masks; ``None``
+    when there is no key or the template has no dropout layer (nothing would use them)."""
+    if key is None or not dropout_key_names(template):
+        return None
+    return keys.split(key, n)
 
 
 def with_dropout_keys(params: Params, names: tuple, key: Optional[torch.Tensor]) -> Params:
@@ -243,7 +256,7 @@ def _has_batch_renorm(template: nn.Module) -> bool:
     return any(isinstance(m, BatchRenorm) for m in template.modules())
 
 
-def _fact(template: nn.Module, of) -> bool:
+def _fact(template: nn.Module, of):
     """``of(template)`` for a structural question about a template, remembered per template
     outside compiled code (a template is never changed after it is built)."""
     if torch.compiler.is_compiling():
@@ -331,11 +344,11 @@ def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action
                   key: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The ensemble: stacked params ``[N, ...]`` -> ``Q [N, B]`` for one shared batch; with a
     ``key`` each critic draws its own dropout masks."""
-    if key is None:
-        return torch.func.vmap(lambda p: apply_critic(template, p, obs, action))(params)
     n = next(iter(params.values())).shape[0]
-    return torch.func.vmap(lambda p, k: apply_critic(template, p, obs, action, k))(
-        params, keys.split(key, n))
+    ks = per_critic_keys(template, key, n)
+    if ks is None:
+        return torch.func.vmap(lambda p: apply_critic(template, p, obs, action))(params)
+    return torch.func.vmap(lambda p, k: apply_critic(template, p, obs, action, k))(params, ks)
 
 
 def apply_critics_training(template: nn.Module, params: Params, obs: torch.Tensor,
@@ -349,4 +362,7 @@ def apply_critics_training(template: nn.Module, params: Params, obs: torch.Tenso
         return q, {name: s.detach() for name, s in stats.items()}
 
     n = next(iter(params.values())).shape[0]
-    return torch.func.vmap(one)(params, keys.split(key, n))
+    ks = per_critic_keys(template, key, n)
+    if ks is None:
+        return torch.func.vmap(lambda p: one(p, None))(params)
+    return torch.func.vmap(one)(params, ks)

@@ -16,7 +16,8 @@ from torch import nn
 from .. import keys
 from ..batch import Batch
 from ..losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
-from ..networks import Params, _forward, build_network, dropout_key_names, with_dropout_keys
+from ..networks import (Params, _forward, build_network, dropout_key_names, per_critic_keys,
+                        with_dropout_keys)
 from ..policy import PolicyFamily
 from ..registry import Algorithm, register, register_policy
 from ..state import SACState, Static
@@ -37,9 +38,10 @@ def apply_q_values(template: nn.Module, params: Params, obs: torch.Tensor,
         return _forward(template, with_dropout_keys(p, names, k), obs)
 
     n = next(iter(params.values())).shape[0]
-    if key is None:
+    ks = per_critic_keys(template, key, n)
+    if ks is None:
         return torch.func.vmap(lambda p: one(p, None))(params)
-    return torch.func.vmap(one)(params, keys.split(key, n))
+    return torch.func.vmap(one)(params, ks)
 
 
 def gumbel(noise: torch.Tensor) -> torch.Tensor:
