@@ -63,11 +63,12 @@ from .registry import POLICIES, algorithm_of
 
 STORE_ENV = "FUNCSAC_COMPILE_STORE"
 KEY_FILE, KEY_BYTES, MAC_BYTES = "key", 32, 32
-# CPU kernels are written as scalar loops (g++ vectorises them) and the wrapper is built without
-# optimisation or precompiled headers: a third of the compile time, and the same update time,
-# since the matrix products, not these loops, dominate an update
+# the wrapper (the C++ that calls the kernels) is built without optimisation or precompiled
+# headers: seconds less to compile, the same update time. The kernels stay vectorised: scalar
+# loops left to g++ compiled in a third of the time but made the update 1.85x slower on an AMD
+# EPYC (AVX2), 10.9 against 5.9 ms (bench/ANALYSIS.md)
 OPTIONS = {"use_aoti": True, "guard_filter_fn": torch.compiler.skip_all_guards_unsafe,
-           "cpp.vec_isa_ok": False, "aot_inductor.precompile_headers": False,
+           "aot_inductor.precompile_headers": False,
            "aot_inductor.compile_wrapper_opt_level": "O0",
            "aot_inductor.enable_line_tables": False}
 
@@ -190,22 +191,8 @@ def _compile_ahead(fn: Callable, args: tuple, build: Path):
     # static shapes whatever earlier compiles of the same code saw; a copy of the options, since
     # torch.compile pops entries from them
     options = {**OPTIONS, "aot_inductor.output_path": str(build)}
-    _forget_vector_isas()
-    try:
-        return torch.compile(fn, fullgraph=True, dynamic=False, options=options).aot_compile(
-            (args, {}))
-    finally:
-        _forget_vector_isas()
-
-
-def _forget_vector_isas() -> None:
-    """Clear inductor's process-wide list of usable vector instruction sets. It is made once,
-    under the options of the compile that first asks (``cpp.vec_isa_ok``): made under this
-    module's options (none usable), it would leave a later ``torch.compile`` in the process
-    generating vector code without the vector headers (a C++ compile error), and made under the
-    defaults, it would vectorise a stored function whose key says it does not."""
-    from torch._inductor import cpu_vec_isa
-    cpu_vec_isa.valid_vec_isa_list.cache_clear()
+    return torch.compile(fn, fullgraph=True, dynamic=False, options=options).aot_compile(
+        (args, {}))
 
 
 def _save(path: Path, key: bytes, compiled, build: Path) -> None:
@@ -334,6 +321,23 @@ def _unstored(fn: Callable, why: str) -> Callable:
     return compile_update(fn)
 
 
+def artifact_path(fn: Callable, args: tuple, name: str,
+                  directory: Optional[Path] = None) -> Optional[Path]:
+    """Where ``compile_stored`` keeps ``fn`` named ``name`` compiled for ``args`` in the store
+    ``directory`` (default ``store_dir()``); ``None`` where the store cannot be used (the code
+    or inputs cannot be fingerprinted, the store is refused)."""
+    try:
+        return _artifact_path(fn, args, name, Path(directory or store_dir()))[0]
+    except (Unfingerprintable, OSError):
+        return None
+
+
+def _artifact_path(fn: Callable, args: tuple, name: str, directory: Path):
+    """``(path, store key)``; raises ``Unfingerprintable`` or ``OSError`` (``UnsafeStore``)."""
+    path = directory / f"{name}-{artifact_key(fn, args, name)}.pt2"
+    return path, store_key(directory)
+
+
 def compile_stored(fn: Callable, args: tuple, name: str,
                    directory: Optional[Path] = None) -> Callable:
     """``fn`` compiled (``fullgraph``) for calls shaped like ``fn(*args)``: loaded from the store
@@ -342,8 +346,7 @@ def compile_stored(fn: Callable, args: tuple, name: str,
     warning, where the store cannot be used (see the module's docstring)."""
     directory = Path(directory or store_dir())
     try:
-        path = directory / f"{name}-{artifact_key(fn, args, name)}.pt2"
-        key = store_key(directory)
+        path, key = _artifact_path(fn, args, name, directory)
     except (Unfingerprintable, OSError) as e:
         return _unstored(fn, f"{name} compiled without the store: {e}")
     compiled = _load(path, key)

@@ -263,8 +263,8 @@ def test_every_tensor_given_to_update_and_act_is_on_the_configured_device(
             return fn(*args, **kwargs)
         return wrapped
 
-    from funcsac.driver import evaluate as evaluate_module
-    monkeypatch.setattr(loop, "update", checking(loop.update))
+    from funcsac.driver import evaluate as evaluate_module, learner
+    monkeypatch.setattr(learner, "update", checking(learner.update))
     monkeypatch.setattr(loop, "act", checking(loop.act))
     monkeypatch.setattr(evaluate_module, "act", checking(evaluate_module.act))
     cfg = dataclasses.replace(RESUME, total_steps=120, learning_starts=60, eval_every=0,

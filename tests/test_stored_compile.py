@@ -173,12 +173,13 @@ def _double(x):
 
 def test_a_compiled_run_and_a_later_one_loading_the_update_train_alike(tmp_path, monkeypatch):
     """With UTD 2 and a policy delay of 2, the driver's step is update_many's block of critic
-    steps and one actor step."""
-    from funcsac.driver import loop
+    steps and one actor step; the first run waits for its compile."""
+    from funcsac.driver import learner
     made = []
-    monkeypatch.setattr(loop, "compile_stored",
+    monkeypatch.setattr(learner, "compile_stored",
                         lambda *a, **k: made.append(compile_stored(*a, **k)) or made[-1])
-    cfg = funcsac.TrainConfig(**{**TINY, "compile": True}, env_id="Pendulum-v1", utd=2,
+    cfg = funcsac.TrainConfig(**{**TINY, "compile": True, "compile_in_background": False},
+                              env_id="Pendulum-v1", utd=2,
                               policy_delay=2, total_steps=300, learning_starts=200,
                               eval_every=150, seed=3)
     funcsac.train(cfg, tmp_path / "first")

@@ -22,8 +22,8 @@ AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT
 # environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
 # ones)
 RESUME_MAY_CHANGE = ({"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
-                      "log_every", "compile", "progress", "wandb_project", "wandb_mode",
-                      "offline_any_env"} | set(HParams._fields))
+                      "log_every", "compile", "compile_in_background", "progress",
+                      "wandb_project", "wandb_mode", "offline_any_env"} | set(HParams._fields))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +56,7 @@ class RunSettings:
     checkpoint_every: int = 5_000
     log_every: int = 1_000
     compile: bool = True
+    compile_in_background: bool = True
     device: str = "cpu"
     dtype: str = "float32"
     progress: bool = True
@@ -101,6 +102,10 @@ _HELP = {
     "log_every": "environment steps between rows of metrics.csv",
     "compile": "compile the update (fullgraph, ahead of time); kept in the compile store, so a "
                "later run of the same configuration loads it in about a second",
+    "compile_in_background": "with compile, when the compile store lacks the update: train "
+                             "eagerly while a child process compiles it, then switch (the same "
+                             "numbers up to rounding, the switching step set by the compile's "
+                             "speed); false: wait for the compile (bitwise-repeatable runs)",
     "device": "torch device for the agent and the replay buffer",
     "dtype": "floating dtype of the agent (float32 or float64)",
     "progress": "show a progress bar",
@@ -177,7 +182,8 @@ class _TrainConfigMethods:
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TrainConfig.{name} must be a string, got "
                                  f"{getattr(self, name)!r}")
-        for name in ("async_envs", "compile", "progress", "prioritized", "offline_any_env"):
+        for name in ("async_envs", "compile", "compile_in_background", "progress", "prioritized",
+                     "offline_any_env"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TrainConfig.{name} must be true or false, got "
                                  f"{getattr(self, name)!r}")

@@ -23,16 +23,12 @@ from tqdm.auto import tqdm
 
 from .. import keys
 from ..act import act
-from ..batch import Batch
 from ..machine import numerics, numerics_differences
 from ..normalize import observe
 from ..registry import POLICIES
-from ..state import HParams, SACState, init_state, reset_params
-from ..stored_compile import compile_stored
-from ..update import METRIC_NAMES, update, update_with_aux
-from ..update_many import make_update_many
-from .agents import agent_specs, parse_sweep, select, stack, vmap_agents, with_overrides
-from .buffer import ReplayBuffer
+from ..state import HParams, SACState, reset_params
+from ..update import METRIC_NAMES
+from .agents import agent_specs, parse_sweep, select, vmap_agents
 from .callbacks import Callback, Report, call_all
 from .checkpoint import (CHECKPOINT, CheckpointError, load_checkpoint, restore_state,
                          save_checkpoint, state_leaves)
@@ -46,7 +42,10 @@ from .nstep import NStepQueue
 from .logs import EVAL_COLUMNS, PHASES, Boards, CsvLog, TensorBoard, Timings, WandbLog
 from .replay_files import delete_unlisted_chunks, load_buffer, save_buffer
 from .plot import plot_runs
+from .learner import (CompiledStep, example_batches, initial_state, replay_buffer,
+                      step_function)
 from .rundir import prepare_run_dir
+from .sampling import sample_batches
 from .seeds import AgentSeeds, fresh_episode_seed
 
 # exploration noise is drawn for this many vector steps at once (from one key per block), not a
@@ -207,13 +206,8 @@ class Run:
             self.offline = dataset_buffer(config.offline_data, self.spec, self.device,
                                           self.sac_config.dtype, config.n_step,
                                           None if config.offline_any_env else config.env_id)
-        self.state = stack([with_overrides(init_state(self.sac_config, seed=s.agent), a)
-                            for a, s in zip(self.agents, self.seeds)])
-        priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
-                    else None)
-        self.buffers = [ReplayBuffer(config.buffer_size, self.spec.obs_dim, self.spec.action_size,
-                                     self.device, self.sac_config.dtype, config.n_step, priority)
-                        for _ in self.agents]
+        self.state = initial_state(config, self.sac_config)
+        self.buffers = [replay_buffer(config, self.spec, self.sac_config) for _ in self.agents]
         self.buffer_manifests = [{} for _ in self.agents]
         self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.action_size)
                       if config.n_step > 1 else None)
@@ -222,12 +216,11 @@ class Run:
         else:
             self._restore(payload)
         self.timings = Timings(self.progress.timings)
-        k = config.utd * n  # gradient steps per vector step
-        per = "-aux" if config.prioritized else ""
-        self.step_name = f"{'update' if k == 1 else 'update_many'}{per}-agents{A}"
-        one = update_with_aux if config.prioritized else update
-        self.step_fn = vmap_agents(one if k == 1 else make_update_many(one), A)
-        self.to_compile = config.compile  # at the first update, or loaded from the store
+        fn, name = step_function(config, A)
+        self.step = (CompiledStep(fn, name, (self.state, example_batches(
+            config, self.spec, self.sac_config, A)), config.compile_in_background, config,
+            self.spec, self.run_dir / "compile.log") if config.compile else None)
+        self.step_fn = fn
         self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z), A)
         self.observe_fn = vmap_agents(observe, A)
         self.gammas = np.repeat([a.overrides.get("gamma", self.sac_config.gamma)
@@ -428,13 +421,12 @@ class Run:
         if p.env_step < cfg.learning_starts or self.buffers[0].size < online:
             return
         k = cfg.utd * cfg.num_envs
-        # the first call of the process compiles (or, eagerly, warms up)
-        with self.timings.phase("compile" if self.metrics is None else "update"):
+        if self.step is not None:  # eager until the compiled step is ready; its loading timed
+            with self.timings.phase("compile" if self.step.due() else "update"):
+                self.step_fn = self.step.function()
+        with self.timings.phase("update"):
             p.key, k_sample = _split_keys(p.key)
             rows, positions = self._sample(k_sample, k)
-            if self.to_compile:
-                self.step_fn = compile_stored(self.step_fn, (self.state, rows), self.step_name)
-                self.to_compile = False
             self.state, self.metrics, *aux = self.step_fn(self.state, rows)
             if aux:  # prioritized replay: the rows' new priorities from their TD errors
                 td_error = aux[0]["td_error"].reshape(len(self.buffers), -1)
@@ -443,30 +435,14 @@ class Run:
             p.updates += k
 
     def _sample(self, key: torch.Tensor, k: int):
-        """Each agent's ``k`` batches (``[k, B, ...]`` when ``k > 1``), stacked over agents, and
-        the buffer positions of their online rows; n-step rewards are discounted with each
-        agent's gamma. With offline data (RLPD), each batch holds
-        ``round(batch_size * offline_ratio)`` rows of the shared offline buffer first, then the
-        agent's own, drawn with two keys split from the agent's."""
-        cfg, A, B = self.config, len(self.agents), self.config.batch_size
-        gamma = self.state.hparams.gamma.reshape(A)
-        p = self.progress  # beta anneals to 1 over the steps the run began with
+        """Each agent's ``k`` batches and the positions of their online rows
+        (``sample_batches``); prioritized replay's beta anneals to 1 over the steps the run
+        began with."""
+        cfg, p = self.config, self.progress
         beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(1.0, p.env_step / p.beta_horizon)
-        off = 0 if self.offline is None else offline_rows(B, cfg.offline_ratio)
-        per_step = lambda x: x.reshape(k, -1, *x.shape[1:])  # noqa: E731  [k * m] -> [k, m]
-        rows, positions = [], []
-        for i, buffer in enumerate(self.buffers):
-            parts, k_online = [], key[i]
-            if off:
-                k_offline, k_online = keys.split(key[i], 2)
-                parts.append(self.offline.sample(k_offline, off * k, gamma[i])[0])
-            online, where = buffer.sample(k_online, (B - off) * k, gamma[i], beta)
-            parts.append(online)
-            fields = (torch.cat([per_step(x) for x in xs], 1) if off else per_step(xs[0])
-                      for xs in zip(*parts))
-            rows.append(Batch(*(x[0] if k == 1 else x for x in fields)))
-            positions.append(where)
-        return stack(rows), positions
+        return sample_batches(self.buffers, self.offline, key, k, cfg.batch_size,
+                              offline_rows(cfg.batch_size, cfg.offline_ratio),
+                              self.state.hparams.gamma.reshape(len(self.agents)), beta)
 
     def evaluate(self) -> List[EvalResult]:
         """Deterministic-policy episodes for every agent; one row each in eval.csv. Returns the
@@ -554,8 +530,8 @@ class Run:
     def close(self) -> None:
         """Release the progress bar, the loggers and the environments (those made so far, if the
         setup failed)."""
-        for name in ("bar", "board", "envs", "eval_env"):
-            if hasattr(self, name):
+        for name in ("step", "bar", "board", "envs", "eval_env"):
+            if getattr(self, name, None) is not None:
                 getattr(self, name).close()
 
 

@@ -1,0 +1,200 @@
+"""The learner's step function, and its compiled form built out of the run's way.
+
+``step_function`` is what a run calls for its gradient steps; ``CompiledStep`` gives the function
+to call now. With the compile store holding the step (a configuration run before), it is loaded
+(about a second). Otherwise, in the background (``TrainConfig.compile_in_background``), a child
+process (``funcsac.driver.learner.main``) builds the same step from the run's
+configuration into the store while the run trains eagerly, and the run switches to the compiled
+step at the first gradient step after the child is done: the same numbers up to rounding (eager
+and compiled agree to float error), so the step at which a cold run switches depends on how fast
+the machine compiles and such a run is not bitwise repeatable; a run with the step in the store,
+or one that waits (``compile_in_background=False``), is. A run shorter than the compile ends
+eagerly and stops the child. Where the child cannot build the same step (a configuration naming
+code it cannot import, a key that differs), the run compiles in its own process, as when waiting.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Callable, Optional, Tuple
+
+import torch
+
+from ..registry import POLICIES, algorithm_of
+from ..state import SACConfig, SACState, init_state
+from ..stored_compile import artifact_path, compile_stored
+from ..update import update, update_with_aux
+from ..update_many import make_update_many
+from .agents import agent_specs, stack, vmap_agents, with_overrides
+from .buffer import ReplayBuffer, row_shapes
+from .config import TrainConfig, offline_rows
+from .envs import EnvSpec
+from .sampling import sample_batches
+from .seeds import AgentSeeds
+
+MISMATCH = 3  # the child's exit status when its step's store key is not the run's
+CHILD = "import sys; from funcsac.driver.learner import main; sys.exit(main(sys.argv[1]))"
+
+
+def step_function(config: TrainConfig, num_agents: int) -> Tuple[Callable, str]:
+    """The function a run's learn stage calls, ``fn(state, batches) -> (state, metrics[, aux])``
+    (``utd * num_envs`` gradient steps of every agent; per-sample TD errors with prioritized
+    replay), and its name in the compile store."""
+    k = config.utd * config.num_envs
+    one = update_with_aux if config.prioritized else update
+    name = f"{'update' if k == 1 else 'update_many'}{'-aux' if config.prioritized else ''}"
+    return vmap_agents(one if k == 1 else make_update_many(one), num_agents), \
+        f"{name}-agents{num_agents}"
+
+
+def initial_state(config: TrainConfig, sac_config: SACConfig) -> SACState:
+    """Every agent's fresh state (its seed's weights, its swept hyperparameters), stacked along
+    a leading agent axis when the run has several."""
+    agents = agent_specs(config.seed, config.num_seeds, config.sweep)
+    seeds = [AgentSeeds.of(a.seed, config.num_envs).agent for a in agents]
+    return stack([with_overrides(init_state(sac_config, seed=s), a) for a, s in zip(agents, seeds)])
+
+
+def replay_buffer(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
+                  capacity: Optional[int] = None) -> ReplayBuffer:
+    """An empty replay buffer of the run's rows (``capacity`` default: ``buffer_size``)."""
+    priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
+                else None)
+    return ReplayBuffer(capacity or config.buffer_size, spec.obs_dim, spec.action_size,
+                        torch.device(sac_config.device), sac_config.dtype, config.n_step, priority)
+
+
+def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
+                    num_agents: int):
+    """Batches shaped as the run's learn stage samples them (zeros): what its step is compiled
+    for."""
+    def one_row():
+        buffer = replay_buffer(config, spec, sac_config, capacity=1)
+        buffer.add({k: torch.zeros(1, *shape) for k, shape in
+                    row_shapes(spec.obs_dim, spec.action_size, config.n_step).items()})
+        return buffer
+
+    key = torch.zeros(num_agents, 2, dtype=torch.int64, device=sac_config.device)
+    gamma = torch.zeros(num_agents, dtype=sac_config.dtype, device=sac_config.device)
+    offline = one_row() if config.offline_data else None
+    return sample_batches([one_row() for _ in range(num_agents)], offline, key,
+                          config.utd * config.num_envs, config.batch_size,
+                          offline_rows(config.batch_size, config.offline_ratio), gamma, 1.0)[0]
+
+
+def _code_modules(sac_config: SACConfig) -> list:
+    """The modules outside funcsac (``__main__`` aside, which a child cannot import) that define
+    the code the config chooses by name, its algorithm's losses and checks and its policy
+    family's class: a child process imports them, so that what they register is there."""
+    algorithm = algorithm_of(sac_config)
+    code = (*dataclasses.astuple(algorithm.losses), algorithm.check, algorithm.critic_outputs,
+            type(POLICIES[sac_config.policy]))
+    names = {getattr(x, "__module__", None) for x in code}
+    return sorted(n for n in names if n and n != "__main__" and n.split(".")[0] != "funcsac")
+
+
+class CompiledStep:
+    """The run's step function: ``function()`` is the function to call for the next gradient
+    step (eager until the compiled one is in use); ``due()`` says whether calling it will load
+    or compile first.
+
+    ``fn``/``name``: ``step_function``'s; ``args``: the state and example batches it is compiled
+    for; ``background``: build it in a child process when the store lacks it (``config``,
+    ``spec``: what the child builds it from; ``log``: the child's output)."""
+
+    def __init__(self, fn: Callable, name: str, args: tuple, background: bool,
+                 config: TrainConfig, spec: EnvSpec, log: Path):
+        self.eager, self.name, self.args = fn, name, args
+        self.compiled: Optional[Callable] = None
+        self.child: Optional[subprocess.Popen] = None
+        path = artifact_path(fn, args, name)
+        if background and path is not None and not path.exists():
+            self.child, self.log = _start_child(config, spec, name, path, log), log
+            self.started = time.perf_counter()
+
+    def due(self) -> bool:
+        """Whether ``function()`` loads or compiles before it returns: no compiled function is
+        in use yet and none is being built, or the child building it has ended."""
+        return self.compiled is None and (self.child is None or self.child.poll() is not None)
+
+    def function(self) -> Callable:
+        """The compiled step when it is ready (loaded from the store, or compiled here when no
+        child builds it or the child failed), else the eager one."""
+        if self.due():
+            self._compile()
+        return self.eager if self.compiled is None else self.compiled
+
+    def _compile(self) -> None:
+        if self.child is not None and self.child.returncode != 0:
+            why = ("builds another step than this run's" if self.child.returncode == MISMATCH
+                   else f"failed (exit status {self.child.returncode}; see {self.log})")
+            warnings.warn(f"the background compile of {self.name} {why}; compiling it in this "
+                          "process", stacklevel=4)
+        elif self.child is not None:
+            print(f"funcsac: {self.name} compiled in the background in "
+                  f"{time.perf_counter() - self.started:.1f} s; the run goes on compiled")
+        self.child = None
+        self.compiled = compile_stored(self.eager, self.args, self.name)
+        self.args = None  # the example inputs are needed no more
+
+    def close(self) -> None:
+        """Stop the child if it still builds (a run that ends eagerly)."""
+        if self.child is not None and self.child.poll() is None:
+            self.child.terminate()
+            self.child.wait()
+
+
+def build_request(config: TrainConfig, spec: EnvSpec, name: str, path: Path) -> dict:
+    """What a child process needs to build the run's step (plain values): the run's
+    configuration, its environment's spec, the modules to import and the step's store name and
+    path."""
+    sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
+    return {"config": config.to_dict(), "env": spec.to_dict(), "name": name, "path": str(path),
+            "modules": _code_modules(sac_config)}
+
+
+def requested_step(request: dict) -> Tuple[Callable, tuple, str]:
+    """The step ``(fn, args, name)`` that ``request`` describes, built as a run builds its own."""
+    for module in request["modules"]:
+        importlib.import_module(module)
+    config, spec = TrainConfig.from_dict(request["config"]), EnvSpec.from_dict(request["env"])
+    sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
+    agents = len(agent_specs(config.seed, config.num_seeds, config.sweep))
+    fn, name = step_function(config, agents)
+    return fn, (initial_state(config, sac_config),
+                example_batches(config, spec, sac_config, agents)), name
+
+
+def _start_child(config: TrainConfig, spec: EnvSpec, name: str, path: Path,
+                 log: Path) -> subprocess.Popen:
+    """A child process compiling the run's step into the store at ``path``, its output to
+    ``log``."""
+    request = log.with_suffix(".json")
+    request.write_text(json.dumps(build_request(config, spec, name, path)))
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, "-c", CHILD, str(request)], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def build(request: dict) -> int:
+    """The child's work: the step of ``request``'s run compiled into the store. Returns the exit
+    status: 0, or ``MISMATCH`` when the step it builds has another store key than the run's."""
+    fn, args, name = requested_step(request)
+    if name != request["name"] or str(artifact_path(fn, args, name)) != request["path"]:
+        return MISMATCH
+    compile_stored(fn, args, name)
+    return 0
+
+
+def main(request_path: str) -> int:
+    """The child process: ``build`` the request in the file ``request_path``."""
+    torch.set_flush_denormal(True)
+    return build(json.loads(Path(request_path).read_text()))

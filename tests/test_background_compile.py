@@ -1,0 +1,129 @@
+"""A run whose compiled update is not in the store trains eagerly while a child process compiles
+it: the child builds exactly the run's step (the same store key), the run switches when the child
+is done, compiles in its own process when the child fails, and a run shorter than the compile
+ends eagerly, with an eager run's numbers, and stops the child."""
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import funcsac
+from funcsac.driver import learner
+from funcsac.driver.envs import EnvSpec
+from funcsac.stored_compile import artifact_path
+from helpers import TINY, eval_rows
+
+SPEC = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
+DISCRETE = EnvSpec(4, 2, np.array([0.0]), np.array([1.0]), "int64", discrete=True)
+
+
+@pytest.mark.parametrize("settings,spec", [
+    ({}, SPEC),
+    ({"utd": 2, "policy_delay": 2}, SPEC),
+    ({"prioritized": True, "n_step": 3}, SPEC),
+    ({"num_seeds": 2, "sweep": "critic_lr=1e-4,3e-4", "num_envs": 2}, SPEC),
+    ({"offline_data": "data.npz", "offline_ratio": 0.25, "num_critics": 4,
+      "num_target_critics": 2}, SPEC),
+    ({"algorithm": "crossq", "critic_batch_renorm": True}, SPEC),
+    ({}, DISCRETE),
+])
+def test_the_child_builds_the_step_of_the_run(settings, spec):
+    """The request a run sends describes its own step: the child's step has the run's store
+    path, for updates, update_many blocks, prioritized n-step replay, several agents and envs,
+    offline data, other algorithms and a discrete policy."""
+    config = funcsac.TrainConfig(**{**TINY, **settings})
+    sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
+    agents = config.num_seeds * max(1, len(config.sweep.split(",")))
+    fn, name = learner.step_function(config, agents)
+    args = (learner.initial_state(config, sac_config),
+            learner.example_batches(config, spec, sac_config, agents))
+    path = artifact_path(fn, args, name)
+    request = learner.build_request(config, spec, name, path)
+    child_fn, child_args, child_name = learner.requested_step(request)
+    assert child_name == name and artifact_path(child_fn, child_args, child_name) == path
+    # a request for another configuration is told apart
+    other = funcsac.TrainConfig(**{**TINY, **settings, "batch_size": 16})
+    assert artifact_path(*learner.requested_step(
+        {**learner.build_request(other, spec, name, path)})[:2], name) != path
+
+
+class _Child:
+    """Stands in for the child process: ends ``after`` seconds from its start with ``status``."""
+
+    def __init__(self, after: float, status: int):
+        self.end, self.status, self.returncode, self.terminated = time.time() + after, status, \
+            None, False
+
+    def poll(self):
+        if self.returncode is None and time.time() >= self.end:
+            self.returncode = self.status
+        return self.returncode
+
+    def terminate(self):
+        self.terminated, self.returncode = True, -15
+
+    def wait(self):
+        return self.returncode
+
+
+def _step(monkeypatch, tmp_path, after: float, status: int):
+    compiled = []
+
+    def compile_here(fn, args, name):
+        compiled.append(name)
+        return lambda *a: "compiled"
+
+    monkeypatch.setattr(learner, "compile_stored", compile_here)
+    monkeypatch.setattr(learner, "_start_child", lambda *a: _Child(after, status))
+    config = funcsac.TrainConfig(**{**TINY, "compile": True})
+    sac_config = config.sac_config(3, 1)
+    fn, name = learner.step_function(config, 1)
+    args = (learner.initial_state(config, sac_config),
+            learner.example_batches(config, SPEC, sac_config, 1))
+    step = learner.CompiledStep(fn, name, args, True, config, SPEC, tmp_path / "compile.log")
+    return step, fn, compiled
+
+
+def test_eager_until_the_child_is_done_then_compiled(monkeypatch, tmp_path, capsys):
+    step, eager, compiled = _step(monkeypatch, tmp_path, after=0.3, status=0)
+    assert not step.due() and step.function() is eager and not compiled
+    time.sleep(0.4)
+    assert step.due()
+    assert step.function()() == "compiled" and compiled == ["update-agents1"]
+    assert "compiled in the background" in capsys.readouterr().out
+    assert not step.due() and step.function()() == "compiled" and len(compiled) == 1
+
+
+@pytest.mark.parametrize("status,match", [(1, "failed.*exit status 1"),
+                                          (learner.MISMATCH, "builds another step")])
+def test_a_failed_child_is_followed_by_a_compile_here(monkeypatch, tmp_path, status, match):
+    step, _, compiled = _step(monkeypatch, tmp_path, after=0.0, status=status)
+    time.sleep(0.01)
+    with pytest.warns(UserWarning, match=match + ".*compiling it in this process"):
+        assert step.function()() == "compiled"
+    assert compiled == ["update-agents1"]
+
+
+def test_closing_stops_a_child_still_compiling(monkeypatch, tmp_path):
+    step, eager, _ = _step(monkeypatch, tmp_path, after=60.0, status=0)
+    child = step.child
+    step.close()
+    assert child.terminated
+
+
+def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path):
+    """A real child process: the run is over before it has compiled, so the run is an eager run
+    (bitwise), and the child is stopped."""
+    settings = {**TINY, "env_id": "Pendulum-v1", "total_steps": 120, "learning_starts": 60,
+                "eval_every": 60, "seed": 4}
+    funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "eager")
+    made = []
+    real = learner._start_child
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(learner, "_start_child", lambda *a: made.append(real(*a)) or made[-1])
+        funcsac.train(funcsac.TrainConfig(**{**settings, "compile": True}), tmp_path / "cold")
+    (child,) = made
+    assert child.returncode is not None  # stopped, not left running
+    assert child.args[0] == sys.executable
+    assert eval_rows(tmp_path / "cold") == eval_rows(tmp_path / "eager")
