@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 import funcsac
 from funcsac.driver import learner
@@ -112,9 +113,13 @@ def test_closing_stops_a_child_still_compiling(monkeypatch, tmp_path):
     assert child.terminated
 
 
-def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path):
+def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path, monkeypatch):
     """A real child process: the run is over before it has compiled, so the run is an eager run
-    (bitwise), and the child is stopped."""
+    (bitwise, on one thread as the eager run is), and the child is stopped; the run's threads are
+    restored."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)  # the run's threads when it starts
+    threads = []
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
     settings = {**TINY, "env_id": "Pendulum-v1", "total_steps": 120, "learning_starts": 60,
                 "eval_every": 60, "seed": 4}
     funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "eager")
@@ -125,5 +130,6 @@ def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path
         funcsac.train(funcsac.TrainConfig(**{**settings, "compile": True}), tmp_path / "cold")
     (child,) = made
     assert child.returncode is not None  # stopped, not left running
+    assert threads == [1, 1]
     assert child.args[0] == sys.executable
     assert eval_rows(tmp_path / "cold") == eval_rows(tmp_path / "eager")

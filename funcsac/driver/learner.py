@@ -5,7 +5,8 @@ to call now. With the compile store holding the step (a configuration run before
 (about a second). Otherwise, in the background (``TrainConfig.compile_in_background``), a child
 process (``funcsac.driver.learner.main``) builds the same step from the run's
 configuration into the store while the run trains eagerly, and the run switches to the compiled
-step at the first gradient step after the child is done: the same numbers up to rounding (eager
+step at the first gradient step after the child is done (its eager steps meanwhile on one thread fewer, leaving a core to the compile): the same
+numbers up to rounding (eager
 and compiled agree to float error), so the step at which a cold run switches depends on how fast
 the machine compiles and such a run is not bitwise repeatable; a run with the step in the store,
 or one that waits (``compile_in_background=False``), is. A run shorter than the compile ends
@@ -117,7 +118,8 @@ class CompiledStep:
         path = artifact_path(fn, args, name)
         if background and path is not None and not path.exists():
             self.child, self.log = _start_child(config, spec, name, path, log), log
-            self.started = time.perf_counter()
+            self.started, self.threads = time.perf_counter(), torch.get_num_threads()
+            torch.set_num_threads(max(1, self.threads - 1))  # a core for the compile
 
     def due(self) -> bool:
         """Whether ``function()`` loads or compiles before it returns: no compiled function is
@@ -140,7 +142,7 @@ class CompiledStep:
         elif self.child is not None:
             print(f"funcsac: {self.name} compiled in the background in "
                   f"{time.perf_counter() - self.started:.1f} s; the run goes on compiled")
-        self.child = None
+        self._end_child()
         self.compiled = compile_stored(self.eager, self.args, self.name)
         self.args = None  # the example inputs are needed no more
 
@@ -149,6 +151,13 @@ class CompiledStep:
         if self.child is not None and self.child.poll() is None:
             self.child.terminate()
             self.child.wait()
+        self._end_child()
+
+    def _end_child(self) -> None:
+        """No child any more: the run's threads back to what they were before it."""
+        if self.child is not None:
+            torch.set_num_threads(self.threads)
+        self.child = None
 
 
 def build_request(config: TrainConfig, spec: EnvSpec, name: str, path: Path) -> dict:
