@@ -3,15 +3,14 @@
 ``step_function`` is what a run calls for its gradient steps; ``CompiledStep`` gives the function
 to call now. With the compile store holding the step (a configuration run before), it is loaded
 (about a second). Otherwise, in the background (``TrainConfig.compile_in_background``), a child
-process (``funcsac.driver.learner.main``) builds the same step from the run's
-configuration into the store while the run trains eagerly, and the run switches to the compiled
-step at the first gradient step after the child is done (its eager steps meanwhile on one thread fewer, leaving a core to the compile): the same
-numbers up to rounding (eager
-and compiled agree to float error), so the step at which a cold run switches depends on how fast
-the machine compiles and such a run is not bitwise repeatable; a run with the step in the store,
-or one that waits (``compile_in_background=False``), is. A run shorter than the compile ends
+process (``main``) builds the same step from the run's configuration into the store while the
+run trains eagerly on one thread fewer (a core for the compile), and the run switches to the
+compiled step at its first gradient step after the child is done. Eager and compiled steps agree
+to rounding, so where a cold run switches depends on how fast the machine compiles, and such a
+run is repeatable to rounding, not bitwise; a run with the step in the store, or one that waits
+(``compile_in_background=False``), is bitwise repeatable. A run shorter than the compile ends
 eagerly and stops the child. Where the child cannot build the same step (a configuration naming
-code it cannot import, a key that differs), the run compiles in its own process, as when waiting.
+code it cannot import, a key that differs, a failure), the run compiles in its own process.
 """
 from __future__ import annotations
 

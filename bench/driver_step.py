@@ -1,0 +1,41 @@
+"""Where a warm ``funcsac train`` step goes: the compiled gradient step, the batch sampling and the
+collect stage, each timed inside the run (medians of the last 2,000 steps):
+``python bench/driver_step.py [TOTAL_STEPS]`` (``gemm_share.py`` times the same update in a tight
+loop).
+
+Run it twice: the first run of a configuration compiles the update in the background (its steps
+are eager until then); the second loads it from the compile store.
+"""
+import statistics
+import sys
+import time
+
+import funcsac
+from funcsac.driver import learner, loop
+
+
+def timed(times: list, fn):
+    def wrapper(*args):
+        start = time.perf_counter()
+        out = fn(*args)
+        times.append(time.perf_counter() - start)
+        return out
+    return wrapper
+
+
+def main(total_steps: int) -> None:
+    times = {"step": [], "sample": [], "collect": []}
+    loop.Run._sample = timed(times["sample"], loop.Run._sample)
+    loop.Run.collect = timed(times["collect"], loop.Run.collect)
+    function = learner.CompiledStep.function
+    learner.CompiledStep.function = lambda self: timed(times["step"], function(self))
+    config = funcsac.TrainConfig(env_id="Pendulum-v1", total_steps=total_steps,
+                                 learning_starts=1000, eval_every=0, checkpoint_every=0,
+                                 progress=False)
+    funcsac.train(config, "runs/driver_step", overwrite=True)
+    for name, values in times.items():
+        print(f"{name}: median {statistics.median(values[-2000:]) * 1e3:.3f} ms")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 4000)
