@@ -2,9 +2,8 @@
 thread: the ``torch.export`` program, an onnxruntime session and, for comparison, the module
 before export and ``Agent.act``.
 ``python bench/export_latency.py`` prints a markdown table of median microseconds per call."""
-import statistics
+import functools
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,22 +14,11 @@ from funcsac.driver.agents import AgentSpec
 from funcsac.driver.envs import EnvSpec
 from funcsac.driver.export import export_policy, policy_module
 from funcsac.driver.load import Agent
+from measure import median_us
 
 SHAPES = {"Pendulum (obs 3, act 1)": (3, 1), "HalfCheetah (obs 17, act 6)": (17, 6)}
 HIDDEN = (256, 256)
 WARMUP, CALLS = 200, 2000
-
-
-def median_us(call, warmup: int = WARMUP, calls: int = CALLS) -> float:
-    """Median wall time of ``call()`` in microseconds over ``calls`` calls after ``warmup``."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter_ns()
-        call()
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e3
 
 
 def make_agent(obs_dim: int, act_dim: int, folder: Path) -> Agent:
@@ -58,11 +46,12 @@ def latencies(obs_dim: int, act_dim: int, folder: Path) -> dict:
                                rtol=0, atol=1e-5)
     with torch.no_grad():
         np.testing.assert_allclose(program(obs_t).numpy(), agent.act(obs), rtol=0, atol=1e-5)
-        return {"torch.export": median_us(lambda: program(obs_t)),
-                "policy_module (eager)": median_us(lambda: module(obs_t)),
-                "onnxruntime": median_us(lambda: session.run(["action"], {"obs": obs})),
-                "Agent.act (numpy)": median_us(lambda: agent.act(obs)),
-                "Agent.act (tensor)": median_us(lambda: agent.act(obs_t))}
+        median = functools.partial(median_us, warmup=WARMUP, calls=CALLS)
+        return {"torch.export": median(lambda: program(obs_t)),
+                "policy_module (eager)": median(lambda: module(obs_t)),
+                "onnxruntime": median(lambda: session.run(["action"], {"obs": obs})),
+                "Agent.act (numpy)": median(lambda: agent.act(obs)),
+                "Agent.act (tensor)": median(lambda: agent.act(obs_t))}
 
 
 def cpu_model() -> str:

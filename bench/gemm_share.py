@@ -5,12 +5,11 @@ The update is the one ``funcsac train`` runs on Pendulum-v1 (obs 3, act 1, 256x2
 2 critics), loaded from (or compiled into) the compile store.
 """
 import statistics
-import time
 
 import numpy as np
 import torch
 
-from measure import count_flops
+from measure import count_flops, median_us
 from funcsac.driver.config import TrainConfig
 from funcsac.driver.envs import EnvSpec
 from funcsac.driver.learner import example_batches, initial_state, step_function
@@ -19,17 +18,6 @@ from funcsac.stored_compile import compile_stored
 # (m, k, n) of the update's products: hidden layers, a small-K input layer, the heads, the pair
 # of critics in one product
 SHAPES = [(256, 256, 256), (256, 4, 256), (256, 256, 1), (256, 256, 2), (512, 256, 256)]
-
-
-def median_s(fn, n: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -53,9 +41,9 @@ def main() -> None:
     mats = {s: (torch.randn(s[0], s[1]), torch.randn(s[1], s[2])) for s in SHAPES}
     times = {"update": [], **{s: [] for s in SHAPES}}
     for _ in range(5):
-        times["update"].append(median_s(step, 50))
+        times["update"].append(median_us(step, 3, 50) / 1e6)
         for s, (x, y) in mats.items():
-            times[s].append(median_s(lambda: torch.mm(x, y), 200))
+            times[s].append(median_us(lambda: torch.mm(x, y), 3, 200) / 1e6)
     update_s = statistics.median(times["update"])
     rates = {s: 2 * s[0] * s[1] * s[2] / statistics.median(times[s]) / 1e9 for s in SHAPES}
     best = max(rates.values())

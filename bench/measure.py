@@ -93,3 +93,15 @@ def matmul_gflops(device: torch.device, size: int, repeats: int = 20) -> float:
     a, b = (torch.randn(size, size, device=device) for _ in range(2))
     times = [call_s(lambda: torch.mm(a, b), device) for _ in range(repeats + 3)][3:]
     return 2 * size**3 / statistics.median(times) / 1e9
+
+
+def median_us(call, warmup: int, calls: int) -> float:
+    """Median wall time of ``call()`` in microseconds over ``calls`` calls after ``warmup``."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        call()
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e3
