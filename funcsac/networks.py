@@ -72,12 +72,14 @@ def _dropout_key_names(module: nn.Module) -> tuple:
     return tuple(f"{name}.key" for name, m in module.named_modules() if isinstance(m, KeyedDropout))
 
 
-def per_critic_keys(template: nn.Module, key: Optional[torch.Tensor], n: int):
-    """``n`` keys ``[n, 2]`` split from ``key``, one per critic for its dropout masks; ``None``
-    when there is no key or the template has no dropout layer (nothing would use them)."""
+def map_critics(one, template: nn.Module, params: Params, key: Optional[torch.Tensor]):
+    """``one(p, k)`` for each critic of the stacked ``params [N, ...]``, vmapped over them: ``k``
+    is the critic's own key for its dropout masks, split from ``key``, or ``None`` when there is
+    no key or the template has no dropout layer (no key is split that nothing would use)."""
     if key is None or not dropout_key_names(template):
-        return None
-    return keys.split(key, n)
+        return torch.func.vmap(lambda p: one(p, None))(params)
+    n = next(iter(params.values())).shape[0]
+    return torch.func.vmap(one)(params, keys.split(key, n))
 
 
 def with_dropout_keys(params: Params, names: tuple, key: Optional[torch.Tensor]) -> Params:
@@ -344,11 +346,8 @@ def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action
                   key: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The ensemble: stacked params ``[N, ...]`` -> ``Q [N, B]`` for one shared batch; with a
     ``key`` each critic draws its own dropout masks."""
-    n = next(iter(params.values())).shape[0]
-    ks = per_critic_keys(template, key, n)
-    if ks is None:
-        return torch.func.vmap(lambda p: apply_critic(template, p, obs, action))(params)
-    return torch.func.vmap(lambda p, k: apply_critic(template, p, obs, action, k))(params, ks)
+    return map_critics(lambda p, k: apply_critic(template, p, obs, action, k), template, params,
+                       key)
 
 
 def apply_critics_training(template: nn.Module, params: Params, obs: torch.Tensor,
@@ -361,8 +360,4 @@ def apply_critics_training(template: nn.Module, params: Params, obs: torch.Tenso
         q = apply_critic(template, p, obs, action, k, stats)
         return q, {name: s.detach() for name, s in stats.items()}
 
-    n = next(iter(params.values())).shape[0]
-    ks = per_critic_keys(template, key, n)
-    if ks is None:
-        return torch.func.vmap(lambda p: one(p, None))(params)
-    return torch.func.vmap(one)(params, ks)
+    return map_critics(one, template, params, key)

@@ -16,7 +16,7 @@ from torch import nn
 from .. import keys
 from ..batch import Batch
 from ..losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
-from ..networks import (Params, _forward, build_network, dropout_key_names, per_critic_keys,
+from ..networks import (Params, _forward, build_network, dropout_key_names, map_critics,
                         with_dropout_keys)
 from ..policy import PolicyFamily
 from ..registry import Algorithm, register, register_policy
@@ -37,11 +37,7 @@ def apply_q_values(template: nn.Module, params: Params, obs: torch.Tensor,
     def one(p, k):
         return _forward(template, with_dropout_keys(p, names, k), obs)
 
-    n = next(iter(params.values())).shape[0]
-    ks = per_critic_keys(template, key, n)
-    if ks is None:
-        return torch.func.vmap(lambda p: one(p, None))(params)
-    return torch.func.vmap(one)(params, ks)
+    return map_critics(one, template, params, key)
 
 
 def gumbel(noise: torch.Tensor) -> torch.Tensor:

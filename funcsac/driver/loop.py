@@ -421,8 +421,9 @@ class Run:
         if p.env_step < cfg.learning_starts or self.buffers[0].size < online:
             return
         k = cfg.utd * cfg.num_envs
-        if self.step is not None:  # eager until the compiled step is ready; its loading timed
-            with self.timings.phase("compile" if self.step.due() else "update"):
+        # step_fn is the eager step until the compiled one is ready, then loaded (or compiled)
+        if self.step is not None and self.step.due():
+            with self.timings.phase("compile"):
                 self.step_fn = self.step.function()
         with self.timings.phase("update"):
             p.key, k_sample = _split_keys(p.key)
