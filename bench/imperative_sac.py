@@ -21,7 +21,8 @@ class Actor(nn.Module):
         mean, std = self.mean(h), log_std.exp()
         u = mean + std * torch.randn_like(mean)
         a = torch.tanh(u)
-        log_prob = torch.distributions.Normal(mean, std).log_prob(u) - torch.log(1 - a.pow(2) + 1e-6)
+        log_prob = (torch.distributions.Normal(mean, std).log_prob(u)
+                    - torch.log(1 - a.pow(2) + 1e-6))
         return a, log_prob.sum(-1)
 
 

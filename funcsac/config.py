@@ -203,7 +203,8 @@ def validate_config(cfg: SACConfig) -> None:
     m = cfg.num_target_critics
     _require(_is_int(m) and 1 <= m <= cfg.num_critics, "num_target_critics",
              f"must be an integer in [1, num_critics={cfg.num_critics}]", m)
-    _require(_is_real(cfg.gamma) and 0.0 <= cfg.gamma <= 1.0, "gamma", "must be in [0, 1]", cfg.gamma)
+    _require(_is_real(cfg.gamma) and 0.0 <= cfg.gamma <= 1.0, "gamma", "must be in [0, 1]",
+             cfg.gamma)
     _require(_is_real(cfg.tau) and 0.0 <= cfg.tau <= 1.0, "tau", "must be in [0, 1]", cfg.tau)
     for name in ("actor_lr", "critic_lr", "alpha_lr", "adam_eps"):
         v = getattr(cfg, name)
@@ -221,7 +222,8 @@ def validate_config(cfg: SACConfig) -> None:
              "must be a number >= 0", cfg.weight_decay)
     _require(cfg.weight_decay_on in ("weights", "all"), "weight_decay_on",
              "must be 'weights' (parameters of >= 2 dims) or 'all'", cfg.weight_decay_on)
-    _require(len(cfg.adam_betas) == 2 and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.adam_betas),
+    _require(len(cfg.adam_betas) == 2
+             and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.adam_betas),
              "adam_betas", "must be two numbers in [0, 1)", cfg.adam_betas)
     _require(len(cfg.alpha_adam_betas) in (0, 2)
              and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.alpha_adam_betas),

@@ -96,7 +96,8 @@ def normal(key: torch.Tensor, shape, dtype=torch.float32) -> torch.Tensor:
 
 
 def randint(key: torch.Tensor, shape, high) -> torch.Tensor:
-    """Integers in ``[0, high)`` (int64) of the given shape; ``high`` (int or 0-d tensor) < 2**32."""
+    """Integers in ``[0, high)`` (int64) of the given shape; ``high`` (int or 0-d tensor) <
+    2**32."""
     return (_bits(key, math.prod(shape), _RANDINT) % high).reshape(shape)
 
 

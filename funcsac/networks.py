@@ -83,7 +83,8 @@ def map_critics(one, template: nn.Module, params: Params, key: Optional[torch.Te
 
 
 def with_dropout_keys(params: Params, names: tuple, key: Optional[torch.Tensor]) -> Params:
-    """``params`` plus one key per dropout layer drawn from ``key`` (unchanged if ``key`` is None)."""
+    """``params`` plus one key per dropout layer drawn from ``key`` (unchanged if ``key`` is
+    None)."""
     if key is None or not names:
         return params
     return {**params, **dict(zip(names, keys.split(key, len(names))))}

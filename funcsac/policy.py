@@ -40,7 +40,8 @@ def gaussian_pre_tanh(mean: torch.Tensor, log_std: torch.Tensor, key: Optional[t
 
 def tanh_gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
                          key: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Reparameterised sample: ``(action [B, act] in (-1, 1), log_prob [B])``, noise from ``key``."""
+    """Reparameterised sample: ``(action [B, act] in (-1, 1), log_prob [B])``, noise from
+    ``key``."""
     pre_tanh = gaussian_pre_tanh(mean, log_std, key)
     return torch.tanh(pre_tanh), tanh_gaussian_log_prob(mean, log_std, pre_tanh)
 

@@ -50,14 +50,16 @@ class ReferenceSAC:
     def dist(self, obs):
         cfg = self.cfg
         mean, raw = self.actor(obs).chunk(2, dim=-1)
-        log_std = cfg.log_std_min + 0.5 * (cfg.log_std_max - cfg.log_std_min) * (torch.tanh(raw) + 1)
+        span = cfg.log_std_max - cfg.log_std_min
+        log_std = cfg.log_std_min + 0.5 * span * (torch.tanh(raw) + 1)
         return mean, log_std
 
     def sample(self, obs, key):
         mean, log_std = self.dist(obs)
         u = mean + log_std.exp() * keys.normal(key, mean.shape, mean.dtype)
         a = torch.tanh(u)
-        log_prob = Normal(mean, log_std.exp()).log_prob(u) - TanhTransform().log_abs_det_jacobian(u, a)
+        log_prob = (Normal(mean, log_std.exp()).log_prob(u)
+                    - TanhTransform().log_abs_det_jacobian(u, a))
         return a, log_prob.sum(-1)
 
     def target(self, batch: funcsac.Batch, key, alpha):

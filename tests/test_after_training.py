@@ -36,7 +36,8 @@ def test_load_acts_like_the_trained_state(trained):
     assert one.shape == (1,)
     np.testing.assert_allclose(one, expected[0], **reordered(torch.float32))
     as_tensor = agent.act(torch.as_tensor(obs))
-    assert isinstance(as_tensor, torch.Tensor) and torch.allclose(as_tensor, torch.as_tensor(expected))
+    assert isinstance(as_tensor, torch.Tensor)
+    assert torch.allclose(as_tensor, torch.as_tensor(expected))
     # stochastic: the agent's own key advances, a given key repeats
     a, b = agent.act(obs, deterministic=False), agent.act(obs, deterministic=False)
     assert not np.array_equal(a, b) and np.all(np.abs(a) <= 2.0)
@@ -89,14 +90,16 @@ def test_load_several_agents(tmp_path):
                               eval_every=0)
     result = funcsac.train(cfg, tmp_path)
     agent = funcsac.load(tmp_path)
-    assert len(agent) == 4 and [s.overrides["tau"] for s in agent.agent_specs] == [0.01, 0.01, 0.02, 0.02]
+    assert len(agent) == 4
+    assert [s.overrides["tau"] for s in agent.agent_specs] == [0.01, 0.01, 0.02, 0.02]
     obs = torch.randn(5, 3)
     with pytest.raises(ValueError, match="has 4 agents; act with one of them"):
         agent.act(obs)
     for i in range(4):
         expected = funcsac.act(select(result.state, i, 4), obs) * 2.0
         torch.testing.assert_close(agent[i].act(obs), expected)
-        assert agent[i].state.hparams.tau.item() == pytest.approx(agent.agent_specs[i].overrides["tau"])
+        tau = agent.agent_specs[i].overrides["tau"]
+        assert agent[i].state.hparams.tau.item() == pytest.approx(tau)
     with pytest.raises(IndexError, match="out of range"):
         agent[4]
     results = funcsac.driver.evaluate_agent(agent, episodes=1)

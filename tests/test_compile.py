@@ -44,7 +44,8 @@ def test_compiled_update_does_not_mutate_inputs(compiled_update):
     batch = make_batch(CFG)
     before = optree.tree_map(torch.clone, (state, batch))
     compiled_update(state, batch)
-    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=0, atol=0), (state, batch), before)
+    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=0, atol=0), (state, batch),
+                    before)
 
 
 @pytest.mark.slow  # max-autotune times every GEMM template: a minute of compiling on a CPU

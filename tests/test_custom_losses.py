@@ -24,7 +24,8 @@ def test_huber_critic_loss():
     wide, m_wide = funcsac.make_update(funcsac.Losses(critic=huber_critic_loss(1e9)))(state, batch)
     torch.testing.assert_close(wide.critic, default.critic)
     torch.testing.assert_close(m_wide["critic_loss"], m_default["critic_loss"])
-    narrow, m_narrow = funcsac.make_update(funcsac.Losses(critic=huber_critic_loss(0.1)))(state, batch)
+    narrow_update = funcsac.make_update(funcsac.Losses(critic=huber_critic_loss(0.1)))
+    narrow, m_narrow = narrow_update(state, batch)
     _, k_target, _, _ = funcsac.keys.split(state.key, 4)
     err = apply_critics(state.static.critic, state.critic, batch.obs, batch.action) - \
         funcsac.td_target(state, batch, k_target)

@@ -45,9 +45,10 @@ def test_autoreset_transitions(tmp_path, mode):
 
 def test_buffer_ring_and_sampling(tmp_path):
     buf = ReplayBuffer(5, obs_dim=1, act_dim=1, device="cpu")
-    rows = lambda lo, hi: {k: torch.arange(lo, hi, dtype=torch.float32)[:, None]  # noqa: E731
-                           if k in ("obs", "action", "next_obs") else torch.arange(lo, hi, dtype=torch.float32)
-                           for k in ("obs", "action", "reward", "next_obs", "terminated")}
+    def rows(lo, hi):
+        column = torch.arange(lo, hi, dtype=torch.float32)
+        return {k: column[:, None] if k in ("obs", "action", "next_obs") else column
+                for k in ("obs", "action", "reward", "next_obs", "terminated")}
     buf.add(rows(0, 3))
     buf.add(rows(3, 7))
     assert buf.size == 5 and sorted(buf.data["reward"].tolist()) == [2, 3, 4, 5, 6]

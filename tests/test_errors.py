@@ -36,10 +36,13 @@ def _bad(batch, **changes):
 @pytest.mark.parametrize("change,match", [
     (lambda b: _bad(b, obs=b.obs[:, :4]), r"Batch.obs: expected shape \[32, 5\], got \[32, 4\]"),
     (lambda b: _bad(b, action=b.action[:16]), r"Batch.action: expected shape \[32, 2\]"),
-    (lambda b: _bad(b, reward=b.reward[:, None]), r"Batch.reward: expected shape \[32\], got \[32, 1\]"),
-    (lambda b: _bad(b, next_obs=b.next_obs.double()), r"Batch.next_obs: expected dtype torch.float32"),
+    (lambda b: _bad(b, reward=b.reward[:, None]),
+     r"Batch.reward: expected shape \[32\], got \[32, 1\]"),
+    (lambda b: _bad(b, next_obs=b.next_obs.double()),
+     r"Batch.next_obs: expected dtype torch.float32"),
     (lambda b: _bad(b, terminated=b.terminated.long()), r"Batch.terminated: expected dtype"),
-    (lambda b: _bad(b, reward=torch.empty(32, device="meta")), r"Batch.reward: expected device cpu"),
+    (lambda b: _bad(b, reward=torch.empty(32, device="meta")),
+     r"Batch.reward: expected device cpu"),
     (lambda b: _bad(b, obs=b.obs.numpy()), r"Batch.obs: expected a tensor"),
     (lambda b: tuple(b), r"expected a funcsac.Batch"),
     (lambda b: _bad(b, horizon=b.horizon[:, None]), r"Batch.horizon: expected shape \[32\]"),
@@ -62,7 +65,8 @@ def test_check_batch_reads_values():
     nan_reward[3] = float("nan")
     with pytest.raises(ValueError, match="Batch.reward: expected finite values"):
         funcsac.check_batch(batch._replace(reward=nan_reward), cfg)
-    with pytest.raises(ValueError, match=r"Batch.action: expected values in the policy's \[-1, 1\]"):
+    with pytest.raises(ValueError,
+                       match=r"Batch.action: expected values in the policy's \[-1, 1\]"):
         funcsac.check_batch(batch._replace(action=batch.action * 3), cfg)
     with pytest.raises(ValueError, match=r"Batch.horizon: expected step counts >= 1"):
         funcsac.check_batch(batch._replace(horizon=batch.horizon * 0), cfg)

@@ -31,8 +31,10 @@ def test_vmapped_observe_keeps_each_agents_statistics_like_a_loop():
     cfg = small_config(dtype=torch.float64, normalize_obs=True, scale_rewards=True)
     states = [funcsac.init_state(cfg, seed=s) for s in range(3)]
     g = torch.Generator().manual_seed(0)
-    obs = torch.randn(3, 8, 5, generator=g, dtype=torch.float64) * torch.arange(1.0, 4.0)[:, None, None]
-    returns, mask = torch.randn(3, 8, generator=g, dtype=torch.float64), torch.rand(3, 8, generator=g) < 0.6
+    scale = torch.arange(1.0, 4.0)[:, None, None]
+    obs = torch.randn(3, 8, 5, generator=g, dtype=torch.float64) * scale
+    returns = torch.randn(3, 8, generator=g, dtype=torch.float64)
+    mask = torch.rand(3, 8, generator=g) < 0.6
     stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
     vmapped = torch.func.vmap(observe)(stack(states), obs, returns, mask)
     looped = stack([observe(s, o, r, m) for s, o, r, m in zip(states, obs, returns, mask)])

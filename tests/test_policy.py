@@ -22,7 +22,8 @@ def test_log_prob_stable_when_saturated():
     lp = funcsac.tanh_gaussian_log_prob(mean, log_std, u)
     assert torch.isfinite(lp).all()
     # log(1 - tanh(u)^2) ~ log 4 - 2|u| for large |u|
-    expected = (-log_std - 0.5 * torch.log(torch.tensor(2 * torch.pi)) - (torch.log(torch.tensor(4.0)) - 60)).sum()
+    expected = (-log_std - 0.5 * torch.log(torch.tensor(2 * torch.pi))
+                - (torch.log(torch.tensor(4.0)) - 60)).sum()
     torch.testing.assert_close(lp[0], expected)
 
 

@@ -16,7 +16,7 @@ from helpers import TINY, make_batch, small_config
 PACKAGE = Path(funcsac.__file__).parent
 # the driver and the command line build on the core; everything else is the core
 CORE = sorted(p for p in PACKAGE.rglob("*.py")
-              if not p.relative_to(PACKAGE).parts[0] in ("driver", "cli.py", "__main__.py"))
+              if p.relative_to(PACKAGE).parts[0] not in ("driver", "cli.py", "__main__.py"))
 
 
 def _module_name(path: Path) -> str:

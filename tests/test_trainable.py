@@ -77,7 +77,7 @@ def test_adam_decay_mask_matches_adamw_param_groups():
         grads = {k: torch.sin(v * (step + 1)) for k, v in params.items()}
         params, state, _ = funcsac.adam_update(grads, state, params, lr, weight_decay=0.1,
                                                decay_mask={"w": True, "b": False})
-        for k, p in ref.items():
+        for p in ref.values():
             p.grad = torch.sin(p.detach() * (step + 1))
         opt.step()
     for k in params:

@@ -86,7 +86,8 @@ def _eval_rows(run_dir):
         return list(csv.DictReader(f))
 
 
-@pytest.mark.slow  # Ray's scheduler at work; funcsac's reports are checked by the FIFO and PBT tests
+# Ray's scheduler at work; funcsac's reports are checked by the FIFO and PBT tests
+@pytest.mark.slow
 def test_asha_stops_a_weak_trial(local_ray, tmp_path):
     # two MountainCar trials (returns near 0) report first; the Pendulum trial that follows
     # (returns near -1000) falls below the rung's median and is stopped at its first report

@@ -74,7 +74,8 @@ def test_vmap_over_seeds_equals_loop():
 
 
 def test_learns_known_optimal_action():
-    """One-step task: reward -(a - 0.6)^2 whatever the observation; the policy mean must go there."""
+    """One-step task: reward -(a - 0.6)^2 whatever the observation; the policy mean must go
+    there."""
     cfg = small_config(obs_dim=2, act_dim=1, hidden_sizes=(32, 32), learn_alpha=False,
                        init_alpha=1e-3, critic_lr=3e-3, actor_lr=3e-3)
     state = funcsac.init_state(cfg, seed=0)

@@ -48,12 +48,13 @@ def test_critic_gradients_match_autograd(weighted):
     batch = make_batch(cfg)
     target = torch.randn(32, dtype=torch.float64)
     # importance weights (prioritized replay) scale each row's squared error
-    weight = torch.rand(32, dtype=torch.float64) * 2 if weighted else torch.ones(32, dtype=torch.float64)
+    weight = (torch.rand(32, dtype=torch.float64) * 2 if weighted
+              else torch.ones(32, dtype=torch.float64))
     grads = torch.func.grad(lambda p: funcsac.critic_loss(p, state.static, batch.obs, batch.action,
                                                           target, None, weight)[0])(state.critic)
     ref = ReferenceSAC(state)
-    loss = sum(0.5 * (weight * (c(torch.cat([batch.obs, batch.action], -1)).squeeze(-1) - target) ** 2).mean()
-               for c in ref.critics)
+    sa = torch.cat([batch.obs, batch.action], -1)
+    loss = sum(0.5 * (weight * (c(sa).squeeze(-1) - target) ** 2).mean() for c in ref.critics)
     loss.backward()
     for i, c in enumerate(ref.critics):
         for k, p in c.named_parameters():
@@ -70,7 +71,8 @@ def test_actor_gradient_leaves_critics_alone():
                                                          alpha, key)[0])(state.actor)
     ref = ReferenceSAC(state)
     a, logp = ref.sample(batch.obs, funcsac.keys.split(key, 2)[0])
-    q = torch.stack([c(torch.cat([batch.obs, a], -1)).squeeze(-1) for c in ref.critics]).min(0).values
+    q = torch.stack([c(torch.cat([batch.obs, a], -1)).squeeze(-1)
+                     for c in ref.critics]).min(0).values
     (alpha * logp - q).mean().backward()
     for k, p in ref.actor.named_parameters():
         torch.testing.assert_close(grads[k], p.grad)

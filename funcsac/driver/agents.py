@@ -26,13 +26,15 @@ class AgentSpec:
 
 
 def parse_sweep(text: str) -> tuple:
-    """``"critic_lr=1e-4,3e-4"`` -> ``("critic_lr", [1e-4, 3e-4])``; ``""`` -> ``(None, [None])``."""
+    """``"critic_lr=1e-4,3e-4"`` -> ``("critic_lr", [1e-4, 3e-4])``; ``""`` ->
+    ``(None, [None])``."""
     if not text:
         return None, [None]
     name, sep, values = text.partition("=")
     name = name.strip().replace("-", "_")
     if not sep or name not in SWEEPABLE:
-        raise ValueError(f"--sweep must look like NAME=V1,V2,... with NAME one of {list(SWEEPABLE)}, "
+        raise ValueError("--sweep must look like NAME=V1,V2,... with NAME one of "
+                         f"{list(SWEEPABLE)}, "
                          f"got {text!r}")
     try:
         parsed = [float(v) for v in values.split(",")]

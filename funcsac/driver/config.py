@@ -215,7 +215,8 @@ class _TrainConfigMethods:
                                  f"{value!r}")
         _check_offline(self)
         if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"TrainConfig.dtype must be 'float32' or 'float64', got {self.dtype!r}")
+            raise ValueError("TrainConfig.dtype must be 'float32' or 'float64', got "
+                             f"{self.dtype!r}")
         self.sac_config(1, 1)  # validates the agent's fields
         if self.batch_size > self.buffer_size:
             raise ValueError(f"TrainConfig.batch_size ({self.batch_size}) must not exceed "

@@ -60,7 +60,8 @@ def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
     if not isinstance(act_space, (gym.spaces.Box, gym.spaces.Discrete)) \
             or len(act_space.shape or (1,)) != 1:
         raise ValueError(f"{env_id}: unsupported action space {act_space}. {supported}.")
-    if isinstance(act_space, gym.spaces.Box) and not (np.all(np.isfinite(act_space.low)) and np.all(np.isfinite(act_space.high))):
+    if isinstance(act_space, gym.spaces.Box) and not (np.all(np.isfinite(act_space.low))
+                                                      and np.all(np.isfinite(act_space.high))):
         raise ValueError(f"{env_id}: action space {act_space} has infinite bounds. {supported}.")
     if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
         raise ValueError(f"{env_id}: unsupported observation space {obs_space}. {supported} "
@@ -75,7 +76,9 @@ ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d"}
 
 def _make(env_id: str, **kwargs):
     try:
-        return gym.make_vec(env_id, **kwargs) if "num_envs" in kwargs else gym.make(env_id, **kwargs)
+        if "num_envs" in kwargs:
+            return gym.make_vec(env_id, **kwargs)
+        return gym.make(env_id, **kwargs)
     except gym.error.DependencyNotInstalled as e:
         extra = next((x for k, x in ENV_EXTRAS.items() if k in str(e).lower()), None)
         hint = f"pip install 'funcsac[{extra}]'" if extra else "install what it names"

@@ -69,7 +69,8 @@ def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
     state = agent.state
     params = {name: t.detach().to("cpu", copy=True) for name, t in state.actor.items()}
     stats = state.norm.get("obs")
-    stats = None if stats is None else RunningStats(*(t.detach().to("cpu", copy=True) for t in stats))
+    if stats is not None:
+        stats = RunningStats(*(t.detach().to("cpu", copy=True) for t in stats))
     return Policy(state.static, params, agent.spec, stats)
 
 

@@ -32,7 +32,8 @@ class Timings:
 
     def summary(self) -> str:
         total = sum(self.totals.values()) or 1.0
-        return "\n".join(f"  {name:<11}{self.totals[name]:9.1f} s  {100 * self.totals[name] / total:5.1f}%"
+        return "\n".join(f"  {name:<11}{self.totals[name]:9.1f} s  "
+                         f"{100 * self.totals[name] / total:5.1f}%"
                          for name in PHASES)
 
 

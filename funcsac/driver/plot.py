@@ -21,7 +21,8 @@ def read_curves(run_dir) -> dict:
     groups = defaultdict(lambda: defaultdict(list))
     for r in rows:
         label = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
-        groups[label][int(float(r["step"]))].append((float(r["return_mean"]), float(r["return_std"])))
+        groups[label][int(float(r["step"]))].append((float(r["return_mean"]),
+                                                     float(r["return_std"])))
     curves = {}
     for label, by_step in groups.items():
         steps = sorted(by_step)

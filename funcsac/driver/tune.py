@@ -246,7 +246,8 @@ def results_table(results, searches: Sequence[Search]) -> str:
         values = [f"{r.config[n]:.4g}" if isinstance(r.config[n], float) else str(r.config[n])
                   for n in names]
         lines.append(f"| {Path(r.path).name} | " + " | ".join(values)
-                     + f" | {r.metrics.get('env_step', '')} | {r.metrics.get(METRIC, np.nan):.1f} |")
+                     + f" | {r.metrics.get('env_step', '')}"
+                     + f" | {r.metrics.get(METRIC, np.nan):.1f} |")
     return "\n".join(lines)
 
 
