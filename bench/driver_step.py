@@ -11,7 +11,7 @@ import sys
 import time
 
 import funcsac
-from funcsac.driver import learner, loop
+from funcsac.driver.run import collector, learner
 
 
 def timed(times: list, fn):
@@ -25,8 +25,8 @@ def timed(times: list, fn):
 
 def main(total_steps: int) -> None:
     times = {"step": [], "sample": [], "collect": []}
-    loop.Run._sample = timed(times["sample"], loop.Run._sample)
-    loop.Run.collect = timed(times["collect"], loop.Run.collect)
+    learner.Learner.sample = timed(times["sample"], learner.Learner.sample)
+    collector.Collector.collect = timed(times["collect"], collector.Collector.collect)
     function = learner.CompiledStep.function
     learner.CompiledStep.function = lambda self: timed(times["step"], function(self))
     config = funcsac.TrainConfig(env_id="Pendulum-v1", total_steps=total_steps,

@@ -49,8 +49,9 @@ def run_funcsac(task: dict, seed: int, peer_lrs: bool) -> dict:
     import torch
 
     import funcsac
-    from funcsac.driver import loop
-    from funcsac.driver.envs import env_spec, make_vector_env, scale_action
+    from funcsac.driver.run import recorder
+    from funcsac.driver.envs.spec import env_spec, scale_action
+    from funcsac.driver.envs.make import make_vector_env
 
     lrs = dict(actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4) if peer_lrs else {}
     cfg = funcsac.TrainConfig(
@@ -58,14 +59,14 @@ def run_funcsac(task: dict, seed: int, peer_lrs: bool) -> dict:
         learning_starts=task["learning_starts"], eval_every=task["eval_every"],
         eval_episodes=CURVE_EPISODES, checkpoint_every=0, batch_size=256,
         hidden_sizes=(256, 256), seed=seed, progress=False, **lrs)
-    curve, real_evaluate = [], loop.evaluate
+    curve, real_evaluate = [], recorder.evaluate
 
     def timed_evaluate(*args, **kwargs):
         result = real_evaluate(*args, **kwargs)
         curve.append((time.perf_counter() - PROCESS_START, result.step, result.return_mean))
         return result
 
-    loop.evaluate = timed_evaluate
+    recorder.evaluate = timed_evaluate
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as run_dir:
         result = funcsac.train(cfg, run_dir)

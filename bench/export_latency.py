@@ -10,10 +10,10 @@ import numpy as np
 import torch
 
 import funcsac
-from funcsac.driver.agents import AgentSpec
-from funcsac.driver.envs import EnvSpec
-from funcsac.driver.export import export_policy, policy_module
-from funcsac.driver.load import Agent
+from funcsac.driver.run.agents import AgentSpec
+from funcsac.driver.envs.spec import EnvSpec
+from funcsac.driver.tools.export import export_policy, policy_module
+from funcsac.driver.tools.load import Agent
 from measure import median_us
 
 SHAPES = {"Pendulum (obs 3, act 1)": (3, 1), "HalfCheetah (obs 17, act 6)": (17, 6)}

@@ -11,8 +11,8 @@ import torch
 
 from measure import count_flops, median_us
 from funcsac.driver.config import TrainConfig
-from funcsac.driver.envs import EnvSpec
-from funcsac.driver.learner import example_batches, initial_state, step_function
+from funcsac.driver.envs.spec import EnvSpec
+from funcsac.driver.run.learner import example_batches, initial_state, step_function
 from funcsac.stored_compile import compile_stored
 
 # (m, k, n) of the update's products: hidden layers, a small-K input layer, the heads, the pair

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import funcsac
 from funcsac.driver import plot_runs
-from funcsac.driver.checkpoint import load_checkpoint
+from funcsac.driver.run.checkpoint import load_checkpoint
 from replay_learning import first_reaching
 from results_md import write_block
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver.buffer import ReplayBuffer
-from funcsac.driver.checkpoint import save_checkpoint, save_tensors, state_leaves
-from funcsac.driver.replay_files import delete_unlisted_chunks, save_buffer
+from funcsac.driver.replay.buffer import ReplayBuffer
+from funcsac.driver.run.checkpoint import save_checkpoint, save_tensors, state_leaves
+from funcsac.driver.replay.files import delete_unlisted_chunks, save_buffer
 
 CAPACITY, EVERY, OBS, ACT = 1_000_000, 5_000, 17, 6
 

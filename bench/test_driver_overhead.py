@@ -8,7 +8,7 @@ import time
 import pytest
 
 import funcsac
-from funcsac.driver.loop import Run
+from funcsac.driver.run.loop import Run
 
 STEPS = 2_000
 

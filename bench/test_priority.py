@@ -18,8 +18,8 @@ import torch
 
 import funcsac
 from funcsac import keys
-from funcsac.driver.buffer import ReplayBuffer, row_shapes
-from funcsac.driver.priority import PriorityTree
+from funcsac.driver.replay.buffer import ReplayBuffer, row_shapes
+from funcsac.driver.replay.priority import PriorityTree
 from measure import synced
 from workloads import BATCH_SIZE, WORKLOADS, random_batch, stepper, workload_config
 

@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 
 from .driver.config import TrainConfig, help_text, load_config_file
-from .driver.tune import SCHEDULERS
+from .driver.tools.tune import SCHEDULERS
 from .presets import NEEDS_OFFLINE_DATA, PRESETS, preset
 
 _DEFAULTS = TrainConfig()
@@ -133,7 +133,7 @@ def _add_settings(parser) -> None:
 
 
 def _tune(args) -> None:
-    from .driver.tune import TuneSettings, load_settings, results_table, run_tune, searches_of
+    from .driver.tools.tune import TuneSettings, load_settings, results_table, run_tune, searches_of
     settings = None
     if not args.resume:
         settings = TuneSettings(_train_config(args).to_dict(), searches_of(args.search),
@@ -171,7 +171,7 @@ def _train_config(args) -> TrainConfig:
 
 def _evaluate(args) -> None:
     from .driver import evaluate_agent, load
-    from .driver.logs import CsvLog
+    from .driver.run.logs import CsvLog
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     agent = load(args.run_dir, device=args.device)
@@ -196,7 +196,7 @@ EVALUATE_COLUMNS = ["step", "agent", "agent_seed", "overrides", "episodes", "see
 
 def _export(args) -> None:
     from .driver import load
-    from .driver.export import export_policy
+    from .driver.tools.export import export_policy
     agent = load(args.run_dir)
     out = export_policy(agent, args.out, args.format, agent_index=args.agent)
     print(f"wrote {out} ({args.format}: obs [B, {agent.spec.obs_dim}] float32 -> action "
@@ -204,7 +204,7 @@ def _export(args) -> None:
 
 
 def _collect(args) -> None:
-    from .driver.collect import collect
+    from .driver.tools.collect import collect
     collect(args.run_dir, args.steps, args.out, args.noise, args.seed, args.agent,
             args.deterministic)
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver import loop
+from funcsac.driver.run import recorder
 
 # driver settings that keep a training run to seconds
 TINY = dict(hidden_sizes=(16, 16), batch_size=32, compile=False, progress=False,
@@ -41,15 +41,15 @@ def small_config(**overrides) -> funcsac.SACConfig:
 def crash_at_eval(monkeypatch, step):
     """Make the driver's evaluation at env step ``step`` or later raise, as a crash would;
     returns a function that undoes it."""
-    real = loop.evaluate
+    real = recorder.evaluate
 
     def failing(*args, **kwargs):
         if args[-1] >= step:
             raise RuntimeError("simulated crash")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "evaluate", failing)
-    return lambda: monkeypatch.setattr(loop, "evaluate", real)
+    monkeypatch.setattr(recorder, "evaluate", failing)
+    return lambda: monkeypatch.setattr(recorder, "evaluate", real)
 
 
 def crash_then_resume(config, run_dir, monkeypatch, step):

@@ -10,7 +10,7 @@ import torch
 
 import funcsac
 from funcsac.cli import main
-from funcsac.driver.agents import select
+from funcsac.driver.run.agents import select
 from helpers import TINY, eval_rows, reordered
 
 RUN = funcsac.TrainConfig(total_steps=600, learning_starts=200, eval_every=300,

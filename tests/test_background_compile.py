@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver import learner
-from funcsac.driver.envs import EnvSpec
+from funcsac.driver.run import learner
+from funcsac.driver.envs.spec import EnvSpec
 from funcsac.stored_compile import artifact_path
 from helpers import TINY, eval_rows
 

@@ -11,7 +11,7 @@ import torch
 import funcsac
 import toy_envs  # noqa: F401  (registers the funcsac-test/ envs)
 from funcsac.cli import main
-from funcsac.driver.checkpoint import CheckpointError, load_checkpoint
+from funcsac.driver.run.checkpoint import CheckpointError, load_checkpoint
 from helpers import make_batch, small_config
 
 NAN = math.nan

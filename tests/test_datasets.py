@@ -9,10 +9,10 @@ import torch
 
 import funcsac
 from funcsac.cli import main
-from funcsac.driver.collect import collect
-from funcsac.driver.datasets import (Transitions, load_dataset, save_dataset,
+from funcsac.driver.tools.collect import collect
+from funcsac.driver.replay.datasets import (Transitions, load_dataset, save_dataset,
                                      to_policy_actions)
-from funcsac.driver.envs import EnvSpec, scale_action
+from funcsac.driver.envs.spec import EnvSpec, scale_action
 from helpers import TINY, reordered
 
 PENDULUM = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))

@@ -10,7 +10,7 @@ from torch import nn
 
 import funcsac
 from funcsac import keys
-from funcsac.driver.envs import check_spaces, scale_action
+from funcsac.driver.envs.spec import check_spaces, scale_action
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      assert_vmap_equals_loop, crash_then_resume, eval_rows, reordered)
 
@@ -192,7 +192,7 @@ def test_cartpole_trains_resumes_exactly_loads_and_exports(tmp_path, monkeypatch
     obs = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
     actions = agent.act(obs)
     assert actions.dtype == np.int64 and actions.shape == (5,) and set(actions) <= {0, 1}
-    from funcsac.driver.export import export_policy
+    from funcsac.driver.tools.export import export_policy
     export_policy(agent, tmp_path / "policy.pt2", "torch-export")
     exported = torch.export.load(str(tmp_path / "policy.pt2")).module()
     assert exported(torch.from_numpy(obs)).tolist() == actions.tolist()

@@ -11,10 +11,10 @@ import torch
 import funcsac
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
 from funcsac.cli import main
-from funcsac.driver import loop
-from funcsac.driver.buffer import ReplayBuffer
-from funcsac.driver.checkpoint import load_checkpoint
-from funcsac.driver.replay_files import load_buffer, save_buffer
+from funcsac.driver.run import collector, loop, recorder
+from funcsac.driver.replay.buffer import ReplayBuffer
+from funcsac.driver.run.checkpoint import load_checkpoint
+from funcsac.driver.replay.files import load_buffer, save_buffer
 from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
 
 
@@ -81,7 +81,7 @@ def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
 
 def test_ctrl_c_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
     """SIGINT during a run: a checkpoint at the next step boundary, then the same results."""
-    real_evaluate = loop.evaluate
+    real_evaluate = recorder.evaluate
     sent = []
 
     def interrupting(*args, **kwargs):
@@ -90,10 +90,10 @@ def test_ctrl_c_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
             os.kill(os.getpid(), signal.SIGINT)
         return real_evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "evaluate", interrupting)
+    monkeypatch.setattr(recorder, "evaluate", interrupting)
     with pytest.raises(KeyboardInterrupt, match="interrupted at step 400"):
         funcsac.train(RESUME, tmp_path / "stopped")
-    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    monkeypatch.setattr(recorder, "evaluate", real_evaluate)
     assert len(eval_rows(tmp_path / "stopped")) == 2  # header + step 400
     funcsac.train(RESUME, tmp_path / "stopped", resume=True)
     funcsac.train(RESUME, tmp_path / "straight")
@@ -227,8 +227,8 @@ def test_preset_learns_pendulum(tmp_path, name):
 
 
 def test_env_seeds_are_distinct_and_an_agent_does_not_depend_on_the_others():
-    from funcsac.driver.agents import agent_specs
-    from funcsac.driver.seeds import AgentSeeds
+    from funcsac.driver.run.agents import agent_specs
+    from funcsac.driver.run.seeds import AgentSeeds
     specs = agent_specs(seed=1, num_seeds=2, sweep="")
     seeds = [AgentSeeds.of(a.seed, num_envs=2) for a in specs]
     env_seeds = [e for s in seeds for e in s.envs]
@@ -264,9 +264,10 @@ def test_every_tensor_given_to_update_and_act_is_on_the_configured_device(
             return fn(*args, **kwargs)
         return wrapped
 
-    from funcsac.driver import evaluate as evaluate_module, learner
+    from funcsac.driver.tools import evaluate as evaluate_module
+    from funcsac.driver.run import learner
     monkeypatch.setattr(learner, "update", checking(learner.update))
-    monkeypatch.setattr(loop, "act", checking(loop.act))
+    monkeypatch.setattr(collector, "act", checking(collector.act))
     monkeypatch.setattr(evaluate_module, "act", checking(evaluate_module.act))
     cfg = dataclasses.replace(RESUME, total_steps=120, learning_starts=60, eval_every=0,
                               device=device)
@@ -286,7 +287,8 @@ def test_envs_are_closed_when_a_run_fails(tmp_path, monkeypatch):
         return envs
 
     monkeypatch.setattr(loop, "make_vector_env", recording)
-    monkeypatch.setattr(loop, "evaluate", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
+    monkeypatch.setattr(recorder, "evaluate",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
     with pytest.raises(RuntimeError):
         funcsac.train(dataclasses.replace(RESUME, total_steps=60, learning_starts=30,
                                           eval_every=30), tmp_path)
@@ -295,7 +297,7 @@ def test_envs_are_closed_when_a_run_fails(tmp_path, monkeypatch):
 
 def test_csv_truncation_is_atomic(tmp_path, monkeypatch):
     from funcsac.driver import atomic
-    from funcsac.driver.logs import CsvLog
+    from funcsac.driver.run.logs import CsvLog
     log = CsvLog(tmp_path / "m.csv", ["step", "x"])
     for s in range(5):
         log.write({"step": s, "x": s * s})

@@ -10,8 +10,8 @@ from torch import nn
 
 import funcsac
 from funcsac.cli import main
-from funcsac.driver.agents import stack
-from funcsac.driver.export import export_policy, policy_module
+from funcsac.driver.run.agents import stack
+from funcsac.driver.tools.export import export_policy, policy_module
 from helpers import TINY, reordered
 
 # loads an exported policy where funcsac cannot be imported and writes its actions for

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver.agents import vmap_agents
+from funcsac.driver.run.agents import vmap_agents
 from funcsac.fingerprint import Unfingerprintable, describe, fingerprint
 
 

@@ -5,10 +5,10 @@ import optree
 import torch
 
 import funcsac
-from funcsac.driver.agents import select
-from funcsac.driver.checkpoint import load_checkpoint
-from funcsac.driver.replay_files import load_buffer
-from funcsac.driver.buffer import ReplayBuffer
+from funcsac.driver.run.agents import select
+from funcsac.driver.run.checkpoint import load_checkpoint
+from funcsac.driver.replay.files import load_buffer
+from funcsac.driver.replay.buffer import ReplayBuffer
 from funcsac.normalize import EPS, init_stats, merge_stats, observe
 from helpers import (TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch,
                      small_config)
@@ -99,4 +99,4 @@ def test_statistics_are_per_agent_through_the_driver_and_resume_exactly(tmp_path
     state0 = select(first.state, 0, 4)
     expected = funcsac.act(state0, torch.from_numpy(obs))
     torch.testing.assert_close(torch.as_tensor(agent[0].act(obs)),
-                               funcsac.driver.envs.scale_action(expected, agent.spec))
+                               funcsac.driver.envs.spec.scale_action(expected, agent.spec))

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver.buffer import ReplayBuffer, row_shapes
-from funcsac.driver.checkpoint import load_checkpoint
-from funcsac.driver.nstep import NStepQueue
-from funcsac.driver.priority import PriorityTree
-from funcsac.driver.replay_files import load_buffer
+from funcsac.driver.replay.buffer import ReplayBuffer, row_shapes
+from funcsac.driver.run.checkpoint import load_checkpoint
+from funcsac.driver.replay.nstep import NStepQueue
+from funcsac.driver.replay.priority import PriorityTree
+from funcsac.driver.replay.files import load_buffer
 from funcsac.normalize import observe
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
 from helpers import (BACKENDS, TINY, assert_states_equal, crash_then_resume, eval_rows, make_batch,

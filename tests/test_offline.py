@@ -9,11 +9,12 @@ import torch
 import funcsac
 from funcsac import keys
 from funcsac.cli import _train_config, build_parser, main
-from funcsac.driver import loop
-from funcsac.driver.collect import collect
-from funcsac.driver.datasets import Transitions, load_dataset, save_dataset, to_policy_actions
-from funcsac.driver.envs import EnvSpec
-from funcsac.driver.rundir import run_files
+from funcsac.driver.run import loop
+from funcsac.driver.tools.collect import collect
+from funcsac.driver.replay.datasets import (Transitions, load_dataset, save_dataset,
+                                             to_policy_actions)
+from funcsac.driver.envs.spec import EnvSpec
+from funcsac.driver.run.rundir import run_files
 from funcsac.presets import preset
 from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
 
@@ -57,7 +58,7 @@ def test_each_batch_holds_its_offline_rows_first_then_online_ones(tmp_path, utd,
             # learning waits for the online buffer to hold its 6 rows of a batch
             assert run.progress.updates == max(0, step - 5) * utd
         key = torch.stack([keys.make_key(i) for i in range(num_seeds)])
-        batch, positions = run._sample(key, utd)
+        batch, positions = run.learner.sample(run.state, key, utd)
     finally:
         run.close()
     assert batch.obs.shape == (num_seeds,) * (num_seeds > 1) + (utd,) * (utd > 1) + (10, 3)
@@ -168,7 +169,7 @@ def test_the_rlpd_preset_takes_the_data_from_the_command_line(tmp_path, monkeypa
 @pytest.mark.parametrize("command", [["train", "--run-dir", "run"], ["tune", "--storage", "s"]])
 def test_the_rlpd_preset_without_offline_data_is_refused(tmp_path, monkeypatch, capsys, command):
     monkeypatch.chdir(tmp_path)
-    for module, name in ((funcsac.driver, "train"), (funcsac.driver.tune, "run_tune")):
+    for module, name in ((funcsac.driver, "train"), (funcsac.driver.tools.tune, "run_tune")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("a run started"))
     assert main(command + ["--preset", "rlpd", "--no-progress"]) == 2
     assert capsys.readouterr().err == (

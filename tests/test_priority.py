@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from funcsac import keys
-from funcsac.driver.priority import PriorityTree, importance_weights
+from funcsac.driver.replay.priority import PriorityTree, importance_weights
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device"))]

@@ -9,7 +9,7 @@ import torch
 
 import funcsac
 from funcsac import keys
-from funcsac.driver.export import policy_module
+from funcsac.driver.tools.export import policy_module
 from funcsac.losses import bootstrap, sample_action
 from helpers import TINY, make_batch, small_config
 
@@ -83,7 +83,7 @@ def test_the_base_code_names_no_variant():
     family say a variant's name."""
     names = {"tqc": "algorithms/tqc.py", "crossq": "algorithms/crossq.py",
              "categorical": "algorithms/discrete.py"}
-    allowed = {"presets.py", "driver/envs.py"}
+    allowed = {"presets.py", "driver/envs/spec.py"}
     found = []
     for path in PACKAGE.rglob("*.py"):
         rel = str(path.relative_to(PACKAGE))

@@ -10,8 +10,8 @@ import torch
 import funcsac
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
 from funcsac.cli import main
-from funcsac.driver import checkpoint as checkpoint_module
-from funcsac.driver.checkpoint import load_checkpoint
+from funcsac.driver.run import checkpoint as checkpoint_module
+from funcsac.driver.run.checkpoint import load_checkpoint
 from helpers import TINY, assert_states_equal, crash_at_eval, eval_rows
 
 
@@ -179,7 +179,7 @@ def test_env_saved_as_data_continues_step_for_step(env_id):
     import gymnasium as gym
     import numpy as np
 
-    from funcsac.driver.envstate import load_env, save_env
+    from funcsac.driver.envs.state import load_env, save_env
     original = gym.make(env_id)
     original.reset(seed=3)
     original.action_space.seed(0)

@@ -17,7 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import funcsac
-from funcsac.driver.agents import stack, vmap_agents
+from funcsac.driver.run.agents import stack, vmap_agents
 from funcsac.stored_compile import artifact_key, compile_stored, store_dir, store_key
 from helpers import TINY, eval_rows, make_batch, small_config
 
@@ -71,7 +71,7 @@ def test_a_new_process_loads_the_stored_update_and_gets_the_same_numbers(stored,
         import sys, time, torch
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         import funcsac
-        from funcsac.driver.agents import vmap_agents
+        from funcsac.driver.run.agents import vmap_agents
         from test_stored_compile import _two_agents
         state, batch = _two_agents()
         start = time.perf_counter()
@@ -174,7 +174,7 @@ def _double(x):
 def test_a_compiled_run_and_a_later_one_loading_the_update_train_alike(tmp_path, monkeypatch):
     """With UTD 2 and a policy delay of 2, the driver's step is update_many's block of critic
     steps and one actor step; the first run waits for its compile."""
-    from funcsac.driver import learner
+    from funcsac.driver.run import learner
     made = []
     monkeypatch.setattr(learner, "compile_stored",
                         lambda *a, **k: made.append(compile_stored(*a, **k)) or made[-1])
@@ -284,7 +284,7 @@ def test_code_that_cannot_be_fingerprinted_is_compiled_without_the_store(tmp_pat
 def test_tune_trials_keep_to_their_machines_private_store(monkeypatch):
     """Ray starts without pointing the compile store (or inductor's cache) at shared storage."""
     ray = pytest.importorskip("ray")
-    from funcsac.driver import tune
+    from funcsac.driver.tools import tune
     calls = []
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))

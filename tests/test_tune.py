@@ -13,8 +13,8 @@ ray = pytest.importorskip("ray")
 
 import funcsac  # noqa: E402
 from funcsac.cli import main  # noqa: E402
-from funcsac.driver.search import parse_search  # noqa: E402
-from funcsac.driver.tune import TuneSettings, load_settings, run_tune, trial_config  # noqa: E402
+from funcsac.driver.tools.search import parse_search  # noqa: E402
+from funcsac.driver.tools.tune import TuneSettings, load_settings, run_tune, trial_config  # noqa: E402
 
 # a trial: 3 evaluations in 600 env steps, eager, seconds each
 BASE = funcsac.TrainConfig(total_steps=600, learning_starts=100, eval_every=200, eval_episodes=1,
@@ -37,7 +37,7 @@ def _settings(*searches, **kw):
 
 
 def _last_return(run_dir) -> float:
-    return funcsac.driver.plot.read_curves(run_dir)[""][1][-1]
+    return funcsac.driver.tools.plot.read_curves(run_dir)[""][1][-1]
 
 
 def test_parse_search_and_settings_errors():

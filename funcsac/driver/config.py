@@ -11,7 +11,7 @@ import torch
 from ..config import SACConfig, check_device
 from ..registry import algorithm_help
 from ..state import HParams
-from .agents import parse_sweep
+from .run.agents import parse_sweep
 
 # SACConfig fields that come from the environment or are code, not settings
 _AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype",

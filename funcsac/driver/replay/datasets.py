@@ -9,9 +9,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .atomic import write_atomically
+from ..atomic import write_atomically
 from .buffer import ReplayBuffer
-from .envs import EnvSpec, check_spaces
+from ..envs.spec import EnvSpec, check_spaces
 from .nstep import NStepQueue
 
 FORMAT, VERSION = "funcsac-transitions", 1

@@ -1,15 +1,11 @@
-"""Gymnasium environments: creation, space checks, action scaling and transition extraction."""
+"""What the agent needs of an environment's spaces, and actions scaled to its bounds."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-from typing import Optional
 
 import gymnasium as gym
 import numpy as np
 import torch
-
-AutoresetMode = gym.vector.AutoresetMode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,46 +67,6 @@ def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
 
 
 # funcsac's extra that installs what a family of environments needs, by gymnasium's name for it
-ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d"}
-
-
-def _make(env_id: str, **kwargs):
-    try:
-        if "num_envs" in kwargs:
-            return gym.make_vec(env_id, **kwargs)
-        return gym.make(env_id, **kwargs)
-    except gym.error.DependencyNotInstalled as e:
-        extra = next((x for k, x in ENV_EXTRAS.items() if k in str(e).lower()), None)
-        hint = f"pip install 'funcsac[{extra}]'" if extra else "install what it names"
-        raise ValueError(f"cannot create environment {env_id!r}: {e} ({hint})") from e
-    except gym.error.Error as e:
-        raise ValueError(f"cannot create environment {env_id!r}: {e}") from e
-
-
-def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False,
-                    mode: str = "same-step"):
-    """A vector env; ``mode`` "same-step" resets finished sub-environments within the step
-    (``final_obs`` in the infos, no env step spent on resets), "next-step" on the next step."""
-    autoreset = AutoresetMode.SAME_STEP if mode == "same-step" else AutoresetMode.NEXT_STEP
-    return _make(env_id, num_envs=num_envs, vectorization_mode="async" if asynchronous else "sync",
-                 vector_kwargs={"autoreset_mode": autoreset})
-
-
-def make_eval_env(env_id: str, render_mode: Optional[str] = None):
-    """A single environment for evaluation (rendering frames with ``render_mode="rgb_array"``)."""
-    return _make(env_id, **({"render_mode": render_mode} if render_mode else {}))
-
-
-def record_video(env, folder: Path, prefix: str):
-    """``env`` recording every episode to ``folder/{prefix}-episode-{i}.mp4`` (gymnasium's
-    ``RecordVideo``; needs moviepy)."""
-    try:
-        import moviepy  # noqa: F401
-    except ImportError as e:
-        raise ValueError("recording video needs moviepy: pip install 'funcsac[video]'") from e
-    return gym.wrappers.RecordVideo(env, str(folder), episode_trigger=lambda i: True,
-                                    name_prefix=prefix, disable_logger=True)
-
 
 def env_spec(envs) -> EnvSpec:
     return check_spaces(envs.spec.id if envs.spec else "env", envs.single_observation_space,
@@ -133,35 +89,3 @@ def scale_action(action, spec: EnvSpec):
     return scaled if isinstance(action, torch.Tensor) else scaled.astype(spec.action_dtype)
 
 
-def autoreset_mode(envs) -> AutoresetMode:
-    mode = envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-    if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
-        raise ValueError(f"autoreset mode {mode} is not supported; use NEXT_STEP or SAME_STEP")
-    return mode
-
-
-def transitions(mode: AutoresetMode, next_obs: np.ndarray, terminated: np.ndarray,
-                truncated: np.ndarray, infos: dict, prev_done: np.ndarray):
-    """Which rows of a vector step are real transitions, and their true next observations.
-
-    NEXT_STEP: the step after an episode ends only resets that sub-env (its action is ignored), so
-    it is not a transition. SAME_STEP: every row is a transition, but a finished row's returned
-    observation already belongs to the next episode; the true one is ``infos["final_obs"]``.
-    Returns ``(valid [n] bool, true_next_obs [n, obs_dim])``.
-    """
-    if mode == AutoresetMode.NEXT_STEP:
-        return ~prev_done, next_obs
-    done = terminated | truncated
-    true_next = next_obs.copy()
-    if done.any():
-        true_next[done] = np.stack(infos["final_obs"][done])
-    return np.ones_like(done), true_next
-
-
-def check_finite(env_id: str, step: int, **arrays) -> None:
-    """Raise ``ValueError`` if any of the named arrays an env returned holds NaN or inf."""
-    for name, x in arrays.items():
-        if not np.isfinite(x).all():
-            raise ValueError(f"{env_id} returned a non-finite {name} (NaN or inf) at env step "
-                             f"{step}; funcsac trains on finite observations and rewards: fix "
-                             "or wrap the environment (the last checkpoint is intact)")

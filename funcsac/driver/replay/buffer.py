@@ -6,8 +6,8 @@ from typing import Dict, Optional
 
 import torch
 
-from .. import keys
-from ..batch import Batch
+from ... import keys
+from ...batch import Batch
 from .priority import PriorityTree, importance_weights
 
 Rows = Dict[str, torch.Tensor]

@@ -9,15 +9,16 @@ from typing import List, Optional, Union
 import numpy as np
 import torch
 
-from .. import keys
-from ..act import act
-from ..config import check_device
-from ..state import SACState, init_state
-from .agents import AgentSpec, agent_specs, select, stack
-from .checkpoint import CHECKPOINT, CheckpointError, load_checkpoint, restore_state
-from .config import TrainConfig
-from .envs import EnvSpec, env_spec, make_vector_env, scale_action
-from .seeds import AgentSeeds
+from ... import keys
+from ...act import act
+from ...config import check_device
+from ...state import SACState, init_state
+from ..run.agents import AgentSpec, agent_specs, select, stack
+from ..run.checkpoint import CHECKPOINT, CheckpointError, load_checkpoint, restore_state
+from ..config import TrainConfig
+from ..envs.spec import EnvSpec, env_spec, scale_action
+from ..envs.make import make_vector_env
+from ..run.seeds import AgentSeeds
 
 
 @dataclasses.dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from ..state import HParams
-from .config import TrainConfig
+from ...state import HParams
+from ..config import TrainConfig
 
 KINDS = {"loguniform": 2, "uniform": 2, "randint": 2, "choice": None, "grid": None}
 

@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, List, Optional
 
-from ..state import SACState
-from .evaluate import EvalResult
+from ...state import SACState
+from ..tools.evaluate import EvalResult
 
 
 @dataclasses.dataclass(frozen=True)

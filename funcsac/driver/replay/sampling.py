@@ -5,9 +5,9 @@ from typing import List, Optional
 
 import torch
 
-from .. import keys
-from ..batch import Batch
-from .agents import stack
+from ... import keys
+from ...batch import Batch
+from ..run.agents import stack
 from .buffer import ReplayBuffer
 
 

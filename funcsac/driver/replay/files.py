@@ -9,7 +9,7 @@ from typing import List
 
 import torch
 
-from .checkpoint import CheckpointError, save_tensors
+from ..run.checkpoint import CheckpointError, save_tensors
 from .buffer import ReplayBuffer
 
 FOLDER = "replay"

@@ -6,8 +6,8 @@ from pathlib import Path
 import optree
 import torch
 
-from ..state import SACState
-from .atomic import write_atomically
+from ...state import SACState
+from ..atomic import write_atomically
 
 CHECKPOINT = "checkpoint.pt"  # the file name of a run's checkpoint in its run directory
 FORMAT = "funcsac-run-checkpoint"

@@ -8,9 +8,10 @@ from typing import List, Optional
 import numpy as np
 import torch
 
-from ..act import act
-from ..state import SACState
-from .envs import EnvSpec, make_eval_env, record_video, scale_action
+from ...act import act
+from ...state import SACState
+from ..envs.spec import EnvSpec, scale_action
+from ..envs.make import make_eval_env, record_video
 
 
 @dataclasses.dataclass(frozen=True)

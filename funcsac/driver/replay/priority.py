@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import keys
+from ... import keys
 
 
 class PriorityTree:

@@ -15,10 +15,10 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ..state import HParams
-from .callbacks import Report
-from .config import TrainConfig
-from .loop import train
+from ...state import HParams
+from ..run.callbacks import Report
+from ..config import TrainConfig
+from ..run.loop import train
 from .plot import plot_runs
 from .search import Search, parse_search
 

@@ -1,16 +1,18 @@
-"""The learner's step function, and its compiled form built out of the run's way.
+"""The learn stage (``Learner``), its step function, and the compiled step built out of the run's
+way.
 
-``step_function`` is what a run calls for its gradient steps; ``CompiledStep`` gives the function
-to call now. With the compile store holding the step (a configuration run before), it is loaded
-(about a second). Otherwise, in the background (``TrainConfig.compile_in_background``), a child
-process (``main``) builds the same step from the run's configuration into the store while the
-run trains eagerly on one thread fewer (a core for the compile), and the run switches to the
-compiled step at its first gradient step after the child is done. Eager and compiled steps agree
-to rounding, so where a cold run switches depends on how fast the machine compiles, and such a
-run is repeatable to rounding, not bitwise; a run with the step in the store, or one that waits
-(``compile_in_background=False``), is bitwise repeatable. A run shorter than the compile ends
-eagerly and stops the child. Where the child cannot build the same step (a configuration naming
-code it cannot import, a key that differs, a failure), the run compiles in its own process.
+``step_function`` is what the learner calls for its gradient steps; ``CompiledStep`` gives the
+function to call now. With the compile store holding the step (a configuration run before), it
+is loaded (about a second). Otherwise, in the background
+(``TrainConfig.compile_in_background``), a child process (``main``) builds the same step from
+the run's configuration into the store while the run trains eagerly on one thread fewer (a core
+for the compile), and the run switches to the compiled step at its first gradient step after the
+child is done. Eager and compiled steps agree to rounding, so where a cold run switches depends
+on how fast the machine compiles, and such a run is repeatable to rounding, not bitwise; a run
+with the step in the store, or one that waits (``compile_in_background=False``), is bitwise
+repeatable. A run shorter than the compile ends eagerly and stops the child. Where the child
+cannot build the same step (a configuration naming code it cannot import, a key that differs, a
+failure), the run compiles in its own process.
 """
 from __future__ import annotations
 
@@ -27,20 +29,20 @@ from typing import Callable, Optional, Tuple
 
 import torch
 
-from ..registry import POLICIES, algorithm_of
-from ..state import SACConfig, SACState, init_state
-from ..stored_compile import artifact_path, compile_stored
-from ..update import update, update_with_aux
-from ..update_many import make_update_many
-from .agents import agent_specs, stack, vmap_agents, with_overrides
-from .buffer import ReplayBuffer, row_shapes
-from .config import TrainConfig, offline_rows
-from .envs import EnvSpec
-from .sampling import sample_batches
+from ...registry import POLICIES, algorithm_of
+from ...state import SACConfig, SACState, init_state
+from ...stored_compile import artifact_path, compile_stored
+from ...update import update, update_with_aux
+from ...update_many import make_update_many
+from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
+from ..replay.buffer import ReplayBuffer, row_shapes
+from ..config import TrainConfig, offline_rows
+from ..envs.spec import EnvSpec
+from ..replay.sampling import sample_batches
 from .seeds import AgentSeeds
 
 MISMATCH = 3  # the child's exit status when its step's store key is not the run's
-CHILD = "import sys; from funcsac.driver.learner import main; sys.exit(main(sys.argv[1]))"
+CHILD = "import sys; from funcsac.driver.run.learner import main; sys.exit(main(sys.argv[1]))"
 
 
 def step_function(config: TrainConfig, num_agents: int) -> Tuple[Callable, str]:
@@ -157,6 +159,59 @@ class CompiledStep:
         if self.child is not None:
             torch.set_num_threads(self.threads)
         self.child = None
+
+
+class Learner:
+    """The learn stage: ``utd * num_envs`` gradient steps of every agent per vector step, once
+    learning has started, on batches drawn from ``buffers`` (and ``offline``, RLPD's data); with
+    prioritized replay, the rows' new priorities. ``metrics`` holds the last step's."""
+
+    def __init__(self, config: TrainConfig, spec: EnvSpec, sac_config: SACConfig, state: SACState,
+                 buffers: list, offline: Optional[ReplayBuffer], progress, timings, log: Path):
+        self.config, self.buffers, self.offline = config, buffers, offline
+        self.progress, self.timings = progress, timings
+        fn, name = step_function(config, len(buffers))
+        self.step = (CompiledStep(fn, name, (state, example_batches(
+            config, spec, sac_config, len(buffers))), config.compile_in_background, config,
+            spec, log) if config.compile else None)
+        self.step_fn = fn  # the eager step until the compiled one is ready, then that one
+        self.metrics = None
+
+    def learn(self, state: SACState) -> SACState:
+        """``state`` after this vector step's gradient steps (unchanged before learning starts,
+        or while the online buffer holds fewer rows than a batch takes from it)."""
+        cfg, p = self.config, self.progress
+        online = cfg.batch_size - (0 if self.offline is None
+                                   else offline_rows(cfg.batch_size, cfg.offline_ratio))
+        if p.env_step < cfg.learning_starts or self.buffers[0].size < online:
+            return state
+        if self.step is not None and self.step.due():
+            with self.timings.phase("compile"):
+                self.step_fn = self.step.function()
+        with self.timings.phase("update"):
+            p.key, k_sample = split_keys(p.key)
+            rows, positions = self.sample(state, k_sample, cfg.utd * cfg.num_envs)
+            state, self.metrics, *aux = self.step_fn(state, rows)
+            if aux:  # prioritized replay: the rows' new priorities from their TD errors
+                td_error = aux[0]["td_error"].reshape(len(self.buffers), -1)
+                for buffer, where, td in zip(self.buffers, positions, td_error):
+                    buffer.set_priorities(where, td)
+            p.updates += cfg.utd * cfg.num_envs
+        return state
+
+    def sample(self, state: SACState, key: torch.Tensor, k: int):
+        """Each agent's ``k`` batches and the positions of their online rows
+        (``sample_batches``); prioritized replay's beta anneals to 1 over the steps the run
+        began with."""
+        cfg, p = self.config, self.progress
+        beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(1.0, p.env_step / p.beta_horizon)
+        return sample_batches(self.buffers, self.offline, key, k, cfg.batch_size,
+                              offline_rows(cfg.batch_size, cfg.offline_ratio),
+                              state.hparams.gamma.reshape(len(self.buffers)), beta)
+
+    def close(self) -> None:
+        if self.step is not None:
+            self.step.close()
 
 
 def build_request(config: TrainConfig, spec: EnvSpec, name: str, path: Path) -> dict:

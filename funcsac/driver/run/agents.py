@@ -8,7 +8,8 @@ from typing import List
 import torch
 import torch.utils._pytree as pytree
 
-from ..state import HParams, SACState
+from ... import keys
+from ...state import HParams, SACState
 
 SWEEPABLE = HParams._fields
 
@@ -72,3 +73,15 @@ def select(tree, index: int, count: int):
 def vmap_agents(fn, count: int):
     """``fn`` mapped over the agent axis when there are several agents."""
     return fn if count == 1 else torch.func.vmap(fn)
+
+
+def per_agent(draw, key: torch.Tensor) -> torch.Tensor:
+    """``draw(k)`` for each agent's key of ``key [A, 2]``, stacked ``[A, ...]`` (no vmap for one
+    agent: the same numbers, without its per-call cost)."""
+    return draw(key[0]).unsqueeze(0) if key.shape[0] == 1 else torch.func.vmap(draw)(key)
+
+
+def split_keys(key: torch.Tensor):
+    """Each agent's key ``[A, 2]`` split in two: ``(carried [A, 2], used [A, 2])``."""
+    both = per_agent(lambda k: keys.split(k, 2), key)
+    return both[:, 0], both[:, 1]

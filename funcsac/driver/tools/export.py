@@ -10,11 +10,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..normalize import RunningStats, normalize_obs
-from ..registry import POLICIES
-from ..state import Static
-from .atomic import write_atomically
-from .envs import EnvSpec, scale_action
+from ...normalize import RunningStats, normalize_obs
+from ...registry import POLICIES
+from ...state import Static
+from ..atomic import write_atomically
+from ..envs.spec import EnvSpec, scale_action
 
 FORMATS = ("torch-export", "onnx")
 

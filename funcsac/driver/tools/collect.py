@@ -7,10 +7,12 @@ from typing import Union
 import numpy as np
 import torch
 
-from .. import keys
-from ..act import act
-from .datasets import Transitions, npz_path, save_dataset
-from .envs import check_finite, make_eval_env, scale_action
+from ... import keys
+from ...act import act
+from ..replay.datasets import Transitions, npz_path, save_dataset
+from ..envs.step import check_finite
+from ..envs.make import make_eval_env
+from ..envs.spec import scale_action
 from .load import load
 
 

@@ -1,0 +1,119 @@
+"""The collect stage: one vector step of every agent's environments, its real transitions to the
+replay buffers, the normalisation statistics and the episode returns."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ... import keys
+from ...act import act
+from ...normalize import observe
+from ..envs.spec import scale_action
+from ..envs.step import autoreset_mode, check_finite, transitions
+from .agents import per_agent, split_keys, vmap_agents
+
+# exploration noise is drawn for this many vector steps at once (from one key per block), not a
+# key split and a draw per step
+NOISE_BLOCK = 1024
+
+
+class Collector:
+    """Steps ``envs`` (``[agents * num_envs]`` sub-environments, agent-major) with each agent's
+    policy, or uniformly random actions before ``learning_starts``; ``progress`` (shared with the
+    run) holds the observations, the keys and the episode bookkeeping it advances."""
+
+    def __init__(self, config, spec, sac_config, family, envs, buffers, nstep, progress,
+                 timings, gammas: np.ndarray):
+        self.config, self.spec, self.family, self.envs = config, spec, family, envs
+        self.buffers, self.nstep, self.progress, self.timings = buffers, nstep, progress, timings
+        self.dtype, self.device = sac_config.dtype, torch.device(sac_config.device)
+        self.agents = len(buffers)
+        self.mode = autoreset_mode(envs)
+        self.gammas = gammas  # [agents * num_envs]: each sub-env's agent's discount
+        self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z),
+                                     self.agents)
+        self.observe_fn = vmap_agents(observe, self.agents)
+        self.noise = None  # [agents, NOISE_BLOCK, num_envs, act_dim] standard normals, float64
+
+    def collect(self, state):
+        """One vector step; returns ``state`` with its normalisation statistics updated."""
+        cfg, p, spec = self.config, self.progress, self.spec
+        A, n = self.agents, cfg.num_envs
+        with self.timings.phase("collect"):
+            z = self._exploration_noise()  # [A, n, act_dim]
+            if p.env_step < cfg.learning_starts:  # uniformly random actions
+                action = self.family.random_action(z)
+            else:
+                with torch.no_grad():
+                    obs_t = torch.as_tensor(p.obs, dtype=self.dtype,
+                                            device=self.device).reshape(A, n, -1)
+                    z = z.to(self.dtype)
+                    action = self.sample_fn(state, obs_t[0] if A == 1 else obs_t,
+                                            z[0] if A == 1 else z)
+            action = action.reshape(A * n, spec.action_size).cpu().numpy()
+            next_obs, reward, terminated, truncated, infos = self.envs.step(
+                scale_action(action, spec))
+            valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,
+                                           p.prev_done)
+            check_finite(cfg.env_id, p.env_step + n, observation=true_next, reward=reward)
+            self._store(valid, p.obs, action, reward, true_next, terminated, truncated)
+            if state.norm:
+                state = self._observe(state, valid, reward, terminated | truncated)
+            p.episode_return += np.where(valid, reward, 0.0)
+            p.episode_length += valid
+            done = (terminated | truncated) & valid
+            for i in np.flatnonzero(done):
+                p.finished_returns[i // n].append(float(p.episode_return[i]))
+            p.episode_return[done] = 0.0
+            p.episode_length[done] = 0
+            p.prev_done = terminated | truncated
+            p.obs = next_obs
+            p.env_step += n
+        return state
+
+    def _store(self, valid, obs, action, reward, next_obs, terminated, truncated) -> None:
+        """Add one vector step's valid transitions to their agents' buffers: as they are, or
+        through the n-step queue (which emits the n-step transitions that are complete)."""
+        n = self.config.num_envs
+        if self.nstep is None:
+            rows, env = dict(obs=obs, action=action, reward=reward, next_obs=next_obs,
+                             terminated=terminated), np.arange(len(valid))
+            rows = {k: np.asarray(v)[valid] for k, v in rows.items()}
+            env = env[valid]
+        else:
+            rows = self.nstep.push(valid, obs, action, reward, next_obs, terminated, truncated)
+            env = rows.pop("env")
+        for i, buffer in enumerate(self.buffers):
+            mine = env // n == i
+            buffer.add({k: torch.as_tensor(v[mine]) for k, v in rows.items()})
+
+    def _observe(self, state, valid, reward, done):
+        """``state`` with the running statistics updated by this step's observations and running
+        discounted returns (``R = gamma * R + r``, restarted after each episode end)."""
+        p, A = self.progress, self.agents
+        if p.discounted_return is None:
+            p.discounted_return = np.zeros(len(valid))
+        p.discounted_return = np.where(valid, self.gammas * p.discounted_return + reward,
+                                       p.discounted_return)
+        as_tensor = lambda x, dtype: torch.as_tensor(  # noqa: E731
+            np.asarray(x), dtype=dtype, device=self.device).reshape(A, len(valid) // A, -1)
+        obs = as_tensor(p.obs, self.dtype)
+        returns = as_tensor(p.discounted_return, torch.float64)[..., 0]
+        mask = as_tensor(valid, torch.bool)[..., 0]
+        state = self.observe_fn(state, *(x[0] if A == 1 else x for x in (obs, returns, mask)))
+        p.discounted_return[done] = 0.0
+        return state
+
+    def _exploration_noise(self) -> torch.Tensor:
+        """This vector step's standard normal noise ``[A, num_envs, act_dim]`` (float64), from
+        the block drawn with ``progress.noise_key``; a new block (and key) every ``NOISE_BLOCK``
+        vector steps."""
+        p, n = self.progress, self.config.num_envs
+        i = (p.env_step // n) % NOISE_BLOCK
+        if i == 0 or p.noise_key is None:
+            p.key, p.noise_key = split_keys(p.key)
+            self.noise = None
+        if self.noise is None:  # a new block, or the current one after a resume
+            shape = (NOISE_BLOCK, n, self.spec.act_dim)
+            self.noise = per_agent(lambda k: keys.normal(k, shape, torch.float64), p.noise_key)
+        return self.noise[:, i]

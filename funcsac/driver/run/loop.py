@@ -1,0 +1,266 @@
+"""The training loop: collect, reset (BRO's periodic resets), learn, record (logs, evaluations,
+checkpoints), each stage owned by one collaborator of the ``Run``.
+
+A run trains one agent, or several independent ones (seeds, a hyperparameter sweep) side by side
+with one vmapped update; per-agent arrays are laid out agent-major (``[agents * num_envs]``).
+``Run`` sets the collaborators up on the run's shared state (the agents' ``SACState``, the replay
+buffers, ``Progress``) and writes its checkpoint; ``train`` calls the stages in order until the
+run is done.
+"""
+from __future__ import annotations
+
+import dataclasses
+import signal
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ... import keys
+from ...machine import numerics, numerics_differences
+from ...registry import POLICIES
+from ...state import SACState, reset_params
+from ..config import TrainConfig
+from ..envs.make import make_eval_env, make_vector_env
+from ..envs.spec import env_spec
+from ..envs.state import EnvStateError, restore_envs, save_envs
+from ..replay.datasets import dataset_buffer
+from ..replay.files import delete_unlisted_chunks, load_buffer, save_buffer
+from ..replay.nstep import NStepQueue
+from ..tools.evaluate import EvalResult
+from .agents import agent_specs
+from .callbacks import Callback
+from .checkpoint import (CHECKPOINT, CheckpointError, load_checkpoint, restore_state,
+                         save_checkpoint, state_leaves)
+from .collector import Collector
+from .learner import Learner, initial_state, replay_buffer
+from .logs import Timings
+from .progress import Progress, crossed
+from .recorder import Recorder
+from .resume import check_resumable, retune, start_fresh_episodes
+from .rundir import prepare_run_dir
+from .seeds import AgentSeeds
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What ``train`` returns: the final agent (stacked along a leading axis when the run has
+    several) and every evaluation (``EvalResult.agent`` says whose)."""
+
+    state: SACState
+    evals: List[EvalResult]
+    stopped_early: bool = False  # a callback asked to stop; the checkpoint can be resumed
+
+
+class _StopFlag:
+    """Turns Ctrl-C / SIGTERM into a request to checkpoint at the next step boundary."""
+
+    def __init__(self):
+        self.requested = False
+        self.saved = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:  # a second Ctrl-C stops at once
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+class Run:
+    """One training run: its agents' state, replay buffers, environments and loop progress, and
+    the collaborators that advance them: ``collector``, ``learner``, ``recorder``."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, payload: Optional[dict],
+                 callbacks: Sequence[Callback] = ()):
+        self.config, self.run_dir = config, run_dir
+        self.retuned = False  # resumed with new values of dynamic hyperparameters
+        self.agents = agent_specs(config.seed, config.num_seeds, config.sweep)
+        self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
+        self.envs = make_vector_env(config.env_id, len(self.agents) * config.num_envs,
+                                    config.async_envs, config.autoreset_mode)
+        try:
+            self.eval_env = make_eval_env(config.env_id)
+            self._setup(payload, callbacks)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
+        config, A, n = self.config, len(self.agents), self.config.num_envs
+        self.spec = env_spec(self.envs)
+        sac_config = config.sac_config(self.spec.obs_dim, self.spec.act_dim, self.spec.policy)
+        self.device = torch.device(sac_config.device)
+        # offline data (RLPD): one buffer of the dataset's rows that every agent samples from;
+        # read again on resume, not checkpointed. Read first, so a bad dataset fails the run
+        # before anything is written.
+        self.offline = None
+        if config.offline_data and self.spec.discrete:
+            raise ValueError("--offline-data supports continuous (Box) action spaces only; "
+                             f"{config.env_id} has discrete actions")
+        if config.offline_data:
+            self.offline = dataset_buffer(config.offline_data, self.spec, self.device,
+                                          sac_config.dtype, config.n_step,
+                                          None if config.offline_any_env else config.env_id)
+        self.state = initial_state(config, sac_config)
+        self.buffers = [replay_buffer(config, self.spec, sac_config) for _ in self.agents]
+        self.buffer_manifests = [{} for _ in self.agents]
+        self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.action_size)
+                      if config.n_step > 1 else None)
+        if payload is None:
+            self.progress = self._start()
+        else:
+            self._restore(payload)
+        self.timings = Timings(self.progress.timings)
+        self.start = time.perf_counter() - self.progress.elapsed
+        gammas = np.repeat([a.overrides.get("gamma", sac_config.gamma) for a in self.agents], n)
+        self.collector = Collector(config, self.spec, sac_config, POLICIES[self.spec.policy],
+                                   self.envs, self.buffers, self.nstep, self.progress,
+                                   self.timings, gammas)
+        self.learner = Learner(config, self.spec, sac_config, self.state, self.buffers,
+                               self.offline, self.progress, self.timings,
+                               self.run_dir / "compile.log")
+        self.recorder = Recorder(config, self.run_dir, sac_config, self.agents, self.seeds,
+                                 self.spec, self.eval_env, self.progress, self.timings,
+                                 self.checkpoint, payload is not None, callbacks)
+
+    def _start(self) -> Progress:
+        A, n = len(self.agents), self.config.num_envs
+        obs, _ = self.envs.reset(seed=[e for s in self.seeds for e in s.envs])
+        key = torch.stack([keys.make_key(s.loop, self.device) for s in self.seeds])
+        return Progress(0, 0, key, obs, np.zeros(A * n, bool), np.zeros(A * n),
+                        np.zeros(A * n, int), [[] for _ in self.agents], [], {}, 0.0,
+                        beta_horizon=self.config.total_steps)
+
+    def _restore(self, payload: dict) -> None:
+        changed = numerics_differences(payload.get("numerics", {}), numerics(self.device))
+        if "numerics" in payload and changed:
+            warnings.warn("resumed where floating-point results can round differently ("
+                          f"{', '.join(changed)}): the run continues, but not bitwise as an "
+                          "uninterrupted run would", stacklevel=3)
+        self.state, retuned = retune(restore_state(self.state, payload["agent"]), self.config,
+                                     payload["config"], self.spec)
+        self.retuned = bool(retuned)
+        if not isinstance(payload["buffers"], list) or len(payload["buffers"]) != len(self.agents):
+            raise CheckpointError(f"checkpoint has replay entries for {len(payload['buffers'])} "
+                                  f"agents, this run has {len(self.agents)}")
+        for i, (buffer, manifest) in enumerate(zip(self.buffers, payload["buffers"])):
+            load_buffer(self.run_dir, i, buffer, manifest)
+            buffer.load_priority_state(manifest)
+        self.buffer_manifests = [{k: m[k] for k in ("capacity", "added", "chunks")}
+                                 for m in payload["buffers"]]
+        # a checkpoint from before beta_horizon annealed beta over its own config's total_steps
+        self.progress = Progress.from_checkpoint(
+            {"beta_horizon": payload["config"]["total_steps"], **payload["progress"]}, self.device)
+        if self.nstep is not None:
+            self.nstep.load_state_dict(self.progress.nstep)
+        try:
+            fresh = restore_envs(self.envs, payload["envs"], self.progress.prev_done)
+        except EnvStateError as e:
+            raise CheckpointError(f"checkpoint's environment state cannot be restored: {e}") from e
+        if fresh:
+            start_fresh_episodes(self.envs, fresh, self.progress, self.agents, self.config)
+
+    # -- the stages ------------------------------------------------------------------------------
+    def collect(self) -> None:
+        """One vector step of every agent's environments; real transitions go to the buffers."""
+        self.state = self.collector.collect(self.state)
+
+    def reset(self, before: int) -> None:
+        """Every agent's networks started over (``funcsac.reset_params``) when the last vector
+        step crossed a multiple of ``reset_every`` environment steps."""
+        if crossed(before, self.progress.env_step, self.config.reset_every):
+            self.state = reset_params(self.state)
+
+    def learn(self) -> None:
+        """``utd * num_envs`` gradient steps per agent, once learning has started."""
+        self.state = self.learner.learn(self.state)
+
+    def record(self, before: int) -> None:
+        """Logs, evaluations, checkpoints and callbacks due after the last vector step."""
+        self.recorder.record(self.state, self.learner.metrics, before)
+
+    def checkpoint(self) -> None:
+        """Write the new replay rows, then the checkpoint (atomically); then drop replay chunks
+        that no longer hold live rows."""
+        with self.timings.phase("checkpoint"):
+            manifests = [save_buffer(self.run_dir, i, b, m) for i, (b, m)
+                         in enumerate(zip(self.buffers, self.buffer_manifests))]
+            self.progress.timings = dict(self.timings.totals)
+            if self.nstep is not None:
+                self.progress.nstep = self.nstep.state_dict()
+            self.progress.elapsed = time.perf_counter() - self.start
+            save_checkpoint(self.run_dir / CHECKPOINT, {
+                "config": self.config.to_dict(), "agent": state_leaves(self.state),
+                "buffers": [{**m, **b.priority_state()} for m, b in zip(manifests, self.buffers)],
+                "progress": self.progress.to_checkpoint(),
+                "envs": save_envs(self.envs), "env_spec": self.spec.to_dict(),
+                "numerics": numerics(self.device)})
+            self.buffer_manifests = manifests
+            delete_unlisted_chunks(self.run_dir, manifests)
+
+    def close(self) -> None:
+        """Release the compile, the logs and the environments (those made so far, if the setup
+        failed)."""
+        for name in ("learner", "recorder", "envs", "eval_env"):
+            if getattr(self, name, None) is not None:
+                getattr(self, name).close()
+
+
+def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = False,
+          callbacks: Sequence[Callback] = ()) -> TrainResult:
+    """Train SAC on ``config.env_id``; everything is written to ``run_dir``.
+
+    With ``resume``, continue from ``run_dir/checkpoint.pt`` (which must exist and match the
+    config, except for run-length and logging settings such as ``total_steps``, and the dynamic
+    hyperparameters, whose new values replace the checkpointed ones). Without it, ``run_dir`` must
+    not hold a run already; ``overwrite`` moves such a run aside (``RUN_DIR.old-TIMESTAMP``).
+
+    Each callback is called with a ``Report`` after every record stage that wrote metrics or
+    evaluations; if one returns a true value, the run stops there with a checkpoint
+    (``TrainResult.stopped_early``) and can be resumed.
+    """
+    torch.set_flush_denormal(True)
+    run_dir = Path(run_dir)
+    with _StopFlag() as stop:
+        payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
+        if payload is not None:
+            check_resumable(config, payload)
+        prepare_run_dir(run_dir, resume, overwrite)
+        run = Run(config, run_dir, payload, callbacks)
+        try:
+            start = run.progress.env_step
+            while run.progress.env_step < config.total_steps and not run.recorder.stopped:
+                if stop.requested:
+                    run.checkpoint()
+                    raise KeyboardInterrupt(f"interrupted at step {run.progress.env_step}; "
+                                            "checkpoint written, continue with --resume")
+                before = run.progress.env_step
+                run.collect()
+                run.reset(before)
+                run.learn()
+                run.record(before)
+            if run.retuned and run.progress.env_step == start:  # no step left: keep the change
+                run.checkpoint()
+            run.recorder.plot()
+        finally:
+            run.close()
+    p, stopped_early = run.progress, run.recorder.stopped
+    final = np.mean([e.return_mean for e in p.evals[-len(run.agents):]])
+    stopped = "\nfuncsac: stopped by a callback; continue with --resume" if stopped_early else ""
+    print(f"funcsac: {p.env_step} env steps x {len(run.agents)} agent(s), {p.updates} updates "
+          f"each in {time.perf_counter() - run.start:.1f} s; final eval return {final:.1f}\n"
+          f"{run.timings.summary()}{stopped}")
+    return TrainResult(run.state, p.evals, stopped_early)
