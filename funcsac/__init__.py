@@ -1,6 +1,6 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
 from . import keys, presets, registry
-from .act import act
+from .acting import act
 from .batch import Batch, check_batch
 from .compile import compile_update
 from .config import SACConfig
@@ -11,9 +11,9 @@ from .optim import AdamState, adam_init, adam_update, global_norm
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .stored_compile import compile_stored
 from .state import HParams, SACState, Static, check_state, init_state, reset_params
-from .update_many import make_update_many, update_many
+from .utd import make_update_many, update_many
 from .registry import ALGORITHMS_BY_POLICY, Algorithm, losses_for, register
-from .update import METRIC_NAMES, make_update, soft_update, update, update_with_aux
+from .updates import METRIC_NAMES, make_update, soft_update, update, update_with_aux
 from .algorithms import crossq, discrete, sac, tqc
 
 ALGORITHMS = ALGORITHMS_BY_POLICY["tanh_gaussian"]  # the tanh-Gaussian policy's, by name

@@ -34,9 +34,9 @@ def _add_field(parser, field: dataclasses.Field) -> None:
     if kind is bool:
         parser.add_argument(flag, action=argparse.BooleanOptionalAction,
                             default=argparse.SUPPRESS, help=hint)
-    elif kind is tuple:
-        elem = float if field.name == "adam_betas" else int
-        parser.add_argument(flag, type=elem, nargs="+", default=argparse.SUPPRESS, help=hint)
+    elif typing.get_origin(kind) is tuple:  # Tuple[int, ...] or Tuple[float, ...]
+        parser.add_argument(flag, type=typing.get_args(kind)[0], nargs="+",
+                            default=argparse.SUPPRESS, help=hint)
     else:
         optional = typing.get_origin(kind) is typing.Union
         base = typing.get_args(kind)[0] if optional else kind

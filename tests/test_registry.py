@@ -173,3 +173,17 @@ def test_a_variant_defined_outside_funcsac_trains_loads_and_exports(two_heads, t
     with torch.no_grad():
         exported = policy_module(agent)(torch.from_numpy(obs)).numpy()
     np.testing.assert_allclose(exported, agent.act(obs), rtol=1e-6, atol=1e-6)
+
+
+def test_no_public_name_hides_a_submodule():
+    """``import funcsac.X as m`` gives the module X: no attribute of the package of the same name
+    is something else (a function imported from it, say)."""
+    import importlib
+    import pkgutil
+    import types
+    for info in pkgutil.iter_modules(funcsac.__path__):
+        if info.name == "__main__":  # runs the command line
+            continue
+        if hasattr(funcsac, info.name):
+            assert isinstance(getattr(funcsac, info.name), types.ModuleType), info.name
+        assert importlib.import_module(f"funcsac.{info.name}").__name__ == f"funcsac.{info.name}"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.update import prepare
+from funcsac.updates import prepare
 from helpers import make_batch, reordered, small_config
 
 DROQ = small_config(num_critics=2, critic_dropout=0.2, critic_layer_norm=True, policy_delay=2)

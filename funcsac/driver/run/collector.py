@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ... import keys
-from ...act import act
+from ...acting import act
 from ...normalize import observe
 from ..envs.spec import scale_action
 from ..envs.step import autoreset_mode, check_finite, transitions

@@ -32,11 +32,11 @@ import torch
 from ...registry import POLICIES, algorithm_of
 from ...state import SACConfig, SACState, init_state
 from ...stored_compile import artifact_path, compile_stored
-from ...update import update, update_with_aux
-from ...update_many import make_update_many
+from ...updates import update, update_with_aux
+from ...utd import make_update_many
 from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
 from ..replay.buffer import ReplayBuffer, row_shapes
-from ..config import TrainConfig, offline_rows
+from ..config import TrainConfig
 from ..envs.spec import EnvSpec
 from ..replay.sampling import sample_batches
 from .seeds import AgentSeeds
@@ -88,7 +88,7 @@ def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
     offline = one_row() if config.offline_data else None
     return sample_batches([one_row() for _ in range(num_agents)], offline, key,
                           config.utd * config.num_envs, config.batch_size,
-                          offline_rows(config.batch_size, config.offline_ratio), gamma, 1.0)[0]
+                          config.offline_rows, gamma, 1.0)[0]
 
 
 def _code_modules(sac_config: SACConfig) -> list:
@@ -182,7 +182,7 @@ class Learner:
         or while the online buffer holds fewer rows than a batch takes from it)."""
         cfg, p = self.config, self.progress
         online = cfg.batch_size - (0 if self.offline is None
-                                   else offline_rows(cfg.batch_size, cfg.offline_ratio))
+                                   else cfg.offline_rows)
         if p.env_step < cfg.learning_starts or self.buffers[0].size < online:
             return state
         if self.step is not None and self.step.due():
@@ -206,7 +206,7 @@ class Learner:
         cfg, p = self.config, self.progress
         beta = cfg.priority_beta + (1.0 - cfg.priority_beta) * min(1.0, p.env_step / p.beta_horizon)
         return sample_batches(self.buffers, self.offline, key, k, cfg.batch_size,
-                              offline_rows(cfg.batch_size, cfg.offline_ratio),
+                              cfg.offline_rows,
                               state.hparams.gamma.reshape(len(self.buffers)), beta)
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ from typing import Callable, List, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from ...update import METRIC_NAMES
+from ...updates import METRIC_NAMES
 from ..tools.evaluate import EvalResult, evaluate
 from ..tools.plot import plot_runs
 from .agents import select

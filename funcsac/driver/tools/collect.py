@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ... import keys
-from ...act import act
+from ...acting import act
 from ..replay.datasets import Transitions, npz_path, save_dataset
 from ..envs.step import check_finite
 from ..envs.make import make_eval_env

@@ -8,7 +8,7 @@ from typing import List, Optional
 import numpy as np
 import torch
 
-from ...act import act
+from ...acting import act
 from ...state import SACState
 from ..envs.spec import EnvSpec, scale_action
 from ..envs.make import make_eval_env, record_video

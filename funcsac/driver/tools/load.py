@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ... import keys
-from ...act import act
+from ...acting import act
 from ...config import check_device
 from ...state import SACState, init_state
 from ..run.agents import AgentSpec, agent_specs, select, stack

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch._higher_order_ops.scan import scan
 
 from .batch import Batch
-from .update import prepare, update as default_update
+from .updates import prepare, update as default_update
 
 
 def _steps(step: Callable, state, batches: Batch):

@@ -1,0 +1,83 @@
+"""Checks of a ``TrainConfig``'s run settings (its agent fields are checked by ``SACConfig``)."""
+from __future__ import annotations
+
+from ..config import check_device
+from .run.agents import parse_sweep
+
+
+def check_train_config(config) -> None:
+    """Raise ``ValueError`` naming the first field of ``config`` of the wrong type or out of
+    range."""
+    for name in ("env_id", "sweep", "autoreset_mode", "device", "dtype", "wandb_project",
+                 "wandb_mode", "offline_data"):
+        if not isinstance(getattr(config, name), str):
+            raise ValueError(f"TrainConfig.{name} must be a string, got "
+                             f"{getattr(config, name)!r}")
+    for name in ("async_envs", "compile", "compile_in_background", "progress", "prioritized",
+                 "offline_any_env"):
+        if not isinstance(getattr(config, name), bool):
+            raise ValueError(f"TrainConfig.{name} must be true or false, got "
+                             f"{getattr(config, name)!r}")
+    if not config.env_id:
+        raise ValueError("TrainConfig.env_id must name a gymnasium environment, got ''")
+    check_device(config.device, "TrainConfig.device")
+    parse_sweep(config.sweep)
+    for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
+                 "eval_episodes", "log_every", "n_step"):
+        _positive_int(name, getattr(config, name))
+    for name in ("learning_starts", "eval_every", "checkpoint_every", "seed", "reset_every"):
+        _positive_int(name, getattr(config, name), minimum=0)
+    if config.autoreset_mode not in ("same-step", "next-step"):
+        raise ValueError("TrainConfig.autoreset_mode must be 'same-step' or 'next-step', "
+                         f"got {config.autoreset_mode!r}")
+    bad = set(config.wandb_project) & set("/\\#?%:")
+    if bad or len(config.wandb_project) > 128:
+        raise ValueError("TrainConfig.wandb_project must be a W&B project name (at most 128 "
+                         f"characters, none of / \\ # ? % :), got {config.wandb_project!r}")
+    if config.wandb_mode not in ("online", "offline"):
+        raise ValueError("TrainConfig.wandb_mode must be 'online' or 'offline', got "
+                         f"{config.wandb_mode!r}")
+    for name, low, high in (("priority_alpha", 0.0, 10.0), ("priority_beta", 0.0, 1.0),
+                            ("priority_epsilon", 1e-12, 1.0)):
+        value = getattr(config, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
+                low <= value <= high):
+            raise ValueError(f"TrainConfig.{name} must be a number in [{low}, {high}], got "
+                             f"{value!r}")
+    _check_offline(config)
+    if config.dtype not in ("float32", "float64"):
+        raise ValueError("TrainConfig.dtype must be 'float32' or 'float64', got "
+                         f"{config.dtype!r}")
+    config.sac_config(1, 1)  # validates the agent's fields
+    if config.batch_size > config.buffer_size:
+        raise ValueError(f"TrainConfig.batch_size ({config.batch_size}) must not exceed "
+                         f"buffer_size ({config.buffer_size})")
+
+
+def _check_offline(config) -> None:
+    """``offline_ratio`` in (0, 1); with ``offline_data``, a split that leaves rows to both parts
+    of a batch, and no prioritized replay. Whether the dataset exists and fits the environment is
+    checked when a run starts (a finished run stays loadable without it)."""
+    ratio = config.offline_ratio
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0.0 < ratio < 1.0:
+        raise ValueError("TrainConfig.offline_ratio must be a number in (0, 1) (exclusive), got "
+                         f"{ratio!r}")
+    if not config.offline_data:
+        return
+    if "\0" in config.offline_data:
+        raise ValueError("TrainConfig.offline_data must be a path (of a .npz file or a Minari "
+                         f"dataset directory), got {config.offline_data!r}")
+    if config.prioritized:
+        raise ValueError("TrainConfig.offline_data cannot be combined with prioritized=True: "
+                         "prioritized replay applies to online data only; mixing priorities "
+                         "with uniformly drawn offline rows is not supported")
+    offline = config.offline_rows
+    if not 0 < offline < config.batch_size:
+        raise ValueError(f"TrainConfig.offline_ratio {ratio} of batch_size {config.batch_size} "
+                         f"gives {offline} offline rows per batch; each batch needs at least one "
+                         "offline and one online row")
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"TrainConfig.{name} must be an integer >= {minimum}, got {value!r}")
