@@ -3,6 +3,7 @@ hyperparameter values on resume, and the W&B logger."""
 import dataclasses
 import glob
 import os
+import time
 
 import numpy as np
 import pytest
@@ -164,8 +165,15 @@ def test_wandb_offline_log(tmp_path, monkeypatch):
     funcsac.train(cfg, tmp_path)
     run_id = (tmp_path / "wandb-id").read_text()
     (log,) = glob.glob(str(tmp_path / "wandb" / f"offline-run-*-{run_id}" / f"run-{run_id}.wandb"))
+    names = (b"train/critic_loss", b"eval/return_mean", b"curve", b"critic_lr")
+    # W&B's service process writes the log on its own schedule, after finish() has returned
+    # (on a busy machine, seconds later): read it until it holds the records or a minute passed
+    deadline = time.monotonic() + 60
+    while not all(name in open(log, "rb").read() for name in names) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
     data = open(log, "rb").read()
-    for name in (b"train/critic_loss", b"eval/return_mean", b"curve", b"critic_lr"):
+    for name in names:
         assert name in data, name
     funcsac.train(dataclasses.replace(cfg, total_steps=400), tmp_path, resume=True)
     assert (tmp_path / "wandb-id").read_text() == run_id  # the same W&B run, continued
