@@ -11,7 +11,6 @@ Wall time is the parent's clock around each child process (start to exit, import
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from results_md import write_block
+from results_md import machine, write_block
 
 HERE = Path(__file__).parent
 ORDER = ("funcsac-cold", "sbx", "funcsac-warm", "sb3", "funcsac-lr3e-4")
@@ -47,15 +46,8 @@ def run_all(task: str, seeds, path: Path, names=ORDER) -> list:
                 results.append({**result, "name": name})
                 print(f"{name:16s} seed {seed}: {result['wall_s']:7.1f} s wall, return "
                       f"{result['final_return']:8.1f}", flush=True)
-                path.write_text(json.dumps({"machine": _machine(), "runs": results}, indent=1))
+                path.write_text(json.dumps({"machine": machine(), "runs": results}, indent=1))
     return results
-
-
-def _machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                  if line.startswith("model name")), platform.processor())
-    isa = "AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2"
-    return f"{model} ({isa}), {os.cpu_count()} cores"
 
 
 def _median(runs, key):

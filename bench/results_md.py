@@ -1,6 +1,8 @@
 """Sections of bench/RESULTS.md that scripts other than summarize.py write: each lies between
 ``<!-- NAME begin -->`` and ``<!-- NAME end -->``, is replaced in place when written again, and
 survives a new summary."""
+import os
+import platform
 import re
 from pathlib import Path
 
@@ -27,3 +29,11 @@ def write_block(name: str, body: str, path: Path = RESULTS_MD) -> None:
 def blocks(path: Path = RESULTS_MD) -> list:
     """The marked blocks of ``path`` (whole, markers included), in order."""
     return [m.group(0) for m in _BLOCK.finditer(path.read_text())] if path.exists() else []
+
+
+def machine() -> str:
+    """The CPU model, its widest vector ISA and its core count, as every table names them."""
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                  if line.startswith("model name")), platform.processor())
+    isa = "AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2"
+    return f"{model} ({isa}), {os.cpu_count()} cores"

@@ -1,0 +1,215 @@
+"""The MuJoCo campaign: funcsac (seeds vmapped in one process) and sbx (one process a seed) on
+the same tasks, budget, networks and seeds, interleaved, with a report against published figures.
+
+    python bench/suite.py --budget 100000 --tasks HalfCheetah-v5,Hopper-v5,Walker2d-v5,Ant-v5,\
+Humanoid-v5 --algos sac,crossq --num-seeds 3
+    python bench/suite.py --report        # the tables into bench/RESULTS.md, bench/suite.png
+
+Each finished run appends one JSON line to ``--results``; a rerun skips what is there. A funcsac
+run that is interrupted (Ctrl-C, SIGTERM, a crash, the machine going away) continues from its
+checkpoint in ``--runs-dir`` when the campaign is run again, its wall time summed over the
+pieces; an sbx run starts again. Wall time is the parent's clock around each child process
+(imports included). Run nothing else on the machine meanwhile: the wall times are the result.
+"""
+import argparse
+import datetime
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from results_md import machine, write_block
+from suite_child import PIECES, SBX
+
+HERE = Path(__file__).parent
+# published figures (not measured here): MR.Q (Fujimoto et al. 2025), Gym MuJoCo v4, 10 seeds,
+# facebookresearch/MRQ results/gym_results.txt; CleanRL's SAC at 1M steps, MuJoCo v4
+MRQ = {"HalfCheetah": {100_000: 7872, 300_000: 10835, 1_000_000: 12940},
+       "Hopper": {100_000: 2249, 300_000: 2469, 1_000_000: 2693},
+       "Walker2d": {100_000: 3127, 300_000: 4509, 1_000_000: 6040},
+       "Ant": {100_000: 2801, 300_000: 4674, 1_000_000: 6902},
+       "Humanoid": {100_000: 522, 300_000: 4997, 1_000_000: 10224}}
+CLEANRL_SAC_1M = {"HalfCheetah": 9635, "Hopper": 2310, "Walker2d": 3591, "Humanoid": 4996}
+
+
+def key_of(row: dict) -> tuple:
+    return row["library"], row["task"], row["algo"], row["budget"], tuple(row["seeds"])
+
+
+def finished(results: Path) -> set:
+    if not results.exists():
+        return set()
+    return {key_of(json.loads(line)) for line in results.read_text().splitlines() if line}
+
+
+def run_child(args: list, run_dir: Path, flags: list, pieces: bool) -> dict:
+    """``suite_child.py args RUN_DIR OUT flags`` in a child process; its result with the wall
+    time. On an
+    interruption the child is asked to stop (a funcsac run checkpoints) and this piece's wall
+    time is kept in ``run_dir`` (``pieces``) before the interruption goes on."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        start = time.perf_counter()
+        child = subprocess.Popen([sys.executable, str(HERE / "suite_child.py"), *args,
+                                  str(run_dir), out.name, *flags], start_new_session=True)
+        try:
+            code = child.wait()
+        except BaseException:
+            child.send_signal(signal.SIGINT)  # funcsac checkpoints at its next step
+            child.wait()
+            raise
+        finally:
+            if pieces:
+                path = run_dir / PIECES
+                walls = json.loads(path.read_text()) if path.exists() else []
+                path.write_text(json.dumps(walls + [time.perf_counter() - start]))
+        if code != 0:
+            raise RuntimeError(f"suite_child.py {' '.join(args)} exited with status {code}")
+        result = json.loads(Path(out.name).read_text())
+    walls = json.loads((run_dir / PIECES).read_text()) if pieces else [time.perf_counter() - start]
+    return {**result, "wall_s": sum(walls), "pieces": len(walls)}
+
+
+def campaign(args) -> None:
+    done, results = finished(Path(args.results)), Path(args.results)
+    for task in args.tasks:
+        for algo in args.algos:
+            seeds = list(range(1, args.num_seeds + 1))
+            jobs = [("funcsac", seeds)]
+            if args.peers == "sbx" and algo in SBX:
+                jobs += [("sbx", [s]) for s in seeds]
+            for library, which in jobs:
+                row = {"library": library, "task": task, "algo": algo, "budget": args.budget,
+                       "seeds": which}
+                if key_of(row) in done:
+                    continue
+                name = f"{library}-{task}-{algo}-{args.budget}-seeds{'-'.join(map(str, which))}"
+                count = len(which) if library == "funcsac" else which[0]
+                extra = ["--eager"] if args.eager and library == "funcsac" else []
+                print(f"suite: {name}", flush=True)
+                run_dir = Path(args.runs_dir) / name
+                if library == "sbx" and (run_dir / PIECES).exists():
+                    (run_dir / PIECES).unlink()
+                result = run_child([library, task, algo, str(args.budget), str(count)],
+                                   run_dir, extra, pieces=library == "funcsac")
+                row.update(result, machine=machine(), date=datetime.date.today().isoformat())
+                with open(results, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+                final = row["curve"][-1][2] if row["curve"] else []
+                print(f"suite: {name}: {row['wall_s']:.0f} s, final returns "
+                      f"{[round(r) for r in final]}", flush=True)
+
+
+def _spread(values: list) -> str:
+    if not values:
+        return "-"
+    mean = statistics.mean(values)
+    return f"{mean:,.0f} ± {statistics.stdev(values):,.0f}" if len(values) > 1 else f"{mean:,.0f}"
+
+
+def report(results: Path, image: Path) -> str:
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["budget"], r["task"], r["algo"], r["library"]), []).append(r)
+    lines = ["## MuJoCo campaign", "",
+             f"{'; '.join(sorted({r['machine'] for r in rows}))}. funcsac trains its seeds "
+             "vmapped in one process, sbx one process a seed; same budget, 256x256 networks, "
+             "batch 256, learning after 5,000 random steps; final return: the last evaluation "
+             "(10 deterministic episodes), mean ± std over seeds; wall: all processes of the "
+             "row (`python bench/suite.py`). Published figures are not measured here.", ""]
+    for budget in sorted({b for b, *_ in groups}):
+        lines += [f"### {budget:,} steps", "",
+                  "| task | algorithm | funcsac return | sbx return | funcsac wall s | sbx wall s "
+                  "| wall vs sbx | MR.Q (published, v4) |", "|---|---|---|---|---|---|---|---|"]
+        for (b, task, algo, library), rs in sorted(groups.items()):
+            if b != budget or library != "funcsac":
+                continue
+            sbx = groups.get((b, task, algo, "sbx"), [])
+            ours = [x for r in rs for x in r["curve"][-1][2]]
+            theirs = [r["curve"][-1][2][0] for r in sbx]
+            wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)
+            published = MRQ.get(task.split("-")[0], {}).get(budget)
+            cells = [task, algo, _spread(ours), _spread(theirs), f"{wall:,.0f}",
+                     f"{sbx_wall:,.0f}" if sbx else "-", f"{wall / sbx_wall:.2f}" if sbx else "-",
+                     f"{published:,}" if published else "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines.append("CleanRL's SAC at 1M steps (published, MuJoCo v4): " + ", ".join(
+        f"{k} {v:,}" for k, v in CLEANRL_SAC_1M.items()) + ".")
+    lines += ["", f"![return against env steps and wall-clock seconds]({image.name})"]
+    plot(groups, image)
+    return "\n".join(lines)
+
+
+def plot(groups: dict, out: Path) -> None:
+    """Return against env steps (top) and wall-clock seconds (bottom), one column a task: the
+    mean over seeds, their range shaded."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    tasks = sorted({(b, t) for b, t, *_ in groups})
+    fig, axes = plt.subplots(2, len(tasks), figsize=(5 * len(tasks), 7), squeeze=False)
+    for column, (budget, task) in enumerate(tasks):
+        runs = {(a, lib): rs for (b, t, a, lib), rs in groups.items() if (b, t) == (budget, task)}
+        for i, ((algo, library), rs) in enumerate(sorted(runs.items())):
+            steps = sorted({row[1] for r in rs for row in r["curve"]})
+            by_step = {s: [x for r in rs for row in r["curve"] if row[1] == s for x in row[2]]
+                       for s in steps}
+            wall = [np.mean([row[0] for r in rs for row in r["curve"] if row[1] == s])
+                    for s in steps]
+            mean = np.array([np.mean(by_step[s]) for s in steps])
+            low = np.array([np.min(by_step[s]) for s in steps])
+            high = np.array([np.max(by_step[s]) for s in steps])
+            for ax, xs in ((axes[0][column], steps), (axes[1][column], wall)):
+                ax.plot(xs, mean, marker="o", color=f"C{i}", label=f"{library} {algo}")
+                ax.fill_between(xs, low, high, color=f"C{i}", alpha=0.2)
+        axes[0][column].set(title=f"{task}, {budget:,} steps", xlabel="env steps",
+                            ylabel="eval return")
+        axes[1][column].set(xlabel="wall-clock seconds (sbx: one seed's process)",
+                            ylabel="eval return")
+        for ax in axes[:, column]:
+            ax.grid(alpha=0.3)
+            ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--budget", type=int, default=100_000)
+    parser.add_argument("--tasks", type=lambda s: s.split(","),
+                        default=["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5",
+                                 "Humanoid-v5"])
+    parser.add_argument("--algos", type=lambda s: s.split(","), default=["sac", "crossq"])
+    parser.add_argument("--num-seeds", type=int, default=3)
+    parser.add_argument("--peers", choices=("sbx", "none"), default="sbx")
+    parser.add_argument("--results", default=str(HERE / "suite.jsonl"))
+    parser.add_argument("--runs-dir", default="runs/suite")
+    parser.add_argument("--eager", action="store_true", help="funcsac without compiling")
+    parser.add_argument("--report", action="store_true", help="only write the report")
+    parser.add_argument("--results-md", default=str(HERE / "RESULTS.md"),
+                        help="the report's file (its curves beside it, suite.png)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # a kill stops the child with a checkpoint too
+    if not args.report:
+        try:
+            campaign(args)
+        except KeyboardInterrupt:
+            sys.exit("suite: interrupted; run the same command again to continue")
+    md = Path(args.results_md)
+    write_block("suite", report(Path(args.results), md.parent / "suite.png"), md)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+if __name__ == "__main__":
+    main()

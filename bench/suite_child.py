@@ -1,0 +1,131 @@
+"""One run of the MuJoCo campaign in this process, for ``bench/suite.py``.
+
+    python bench/suite_child.py funcsac TASK ALGO BUDGET NUM_SEEDS RUN_DIR OUT.json [--eager]
+    python bench/suite_child.py sbx TASK ALGO BUDGET SEED RUN_DIR OUT.json
+
+funcsac trains ``NUM_SEEDS`` agents (seeds 1, 2, ...) vmapped in one process in ``RUN_DIR``,
+resuming from its checkpoint when the directory holds one. sbx trains one seed (sbx's SAC, CrossQ,
+TQC or DroQ), from the start. Both evaluate every ``EVAL_EVERY`` environment steps with
+``EVAL_EPISODES`` deterministic episodes, use 256x256 networks, batch 256, a 1M buffer and start
+learning after ``learning_starts(BUDGET)`` random steps. The JSON holds the evaluation curve as
+``[wall seconds, env step, [return per seed]]`` rows (wall: since the run's first piece began,
+counting earlier pieces), the phase split, and the peak RSS of this process.
+"""
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+PROCESS_START = time.perf_counter()
+EVAL_EVERY, EVAL_EPISODES, EVAL_SEED = 10_000, 10, 10_000
+PIECES = "suite-pieces.json"  # wall seconds of the run's earlier pieces (written by suite.py)
+CURVE = "suite-curve.json"
+SBX = {"sac": "SAC", "crossq": "CrossQ", "tqc": "TQC", "droq": "DroQ"}
+
+
+def learning_starts(budget: int) -> int:
+    """Random steps before learning: 5,000 (as the peers' MuJoCo settings), or a quarter of a
+    smaller budget."""
+    return min(5_000, budget // 4)
+
+
+def eval_every(budget: int) -> int:
+    return min(EVAL_EVERY, budget // 4)
+
+
+def earlier_wall(run_dir: Path) -> float:
+    path = run_dir / PIECES
+    return sum(json.loads(path.read_text())) if path.exists() else 0.0
+
+
+def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
+                eager: bool) -> dict:
+    import csv
+
+    import funcsac
+    from funcsac.driver.run.checkpoint import CHECKPOINT, load_checkpoint
+    from funcsac.presets import preset
+
+    config = funcsac.TrainConfig(**{
+        **preset(algo), "env_id": task, "total_steps": budget,
+        "learning_starts": learning_starts(budget), "eval_every": eval_every(budget),
+        "eval_episodes": EVAL_EPISODES, "checkpoint_every": eval_every(budget),
+        "num_seeds": seeds, "batch_size": 256, "progress": False, "compile": not eager})
+    resume = (run_dir / CHECKPOINT).exists()
+    before, curve_path = earlier_wall(run_dir), run_dir / CURVE
+    curve = json.loads(curve_path.read_text()) if resume and curve_path.exists() else []
+    if resume:  # evaluations after the checkpoint are run again
+        done = load_checkpoint(run_dir / CHECKPOINT)["progress"]["env_step"]
+        curve = [row for row in curve if row[1] <= done]
+
+    def record(report):
+        if report.evals:
+            curve.append([before + time.perf_counter() - PROCESS_START, report.step,
+                          [e.return_mean for e in report.evals]])
+            curve_path.write_text(json.dumps(curve))
+
+    funcsac.train(config, run_dir, resume=resume, callbacks=[record])
+    with open(run_dir / "metrics.csv") as f:
+        last = list(csv.DictReader(f))[-1]
+    split = {k[len("time_"):]: float(last[k]) for k in last if k.startswith("time_")}
+    return {"curve": curve, "split": split, "seeds": list(range(1, seeds + 1))}
+
+
+def evaluate(policy, env_id: str, episodes: int) -> float:
+    """Mean return of ``policy(obs) -> action`` over ``episodes`` on seeds EVAL_SEED, ..."""
+    import gymnasium as gym
+    import numpy as np
+    env = gym.make(env_id)
+    returns = []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=EVAL_SEED + i)
+        done, total = False, 0.0
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(policy(obs))
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    return float(np.mean(returns))
+
+
+def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
+    import gymnasium as gym
+    import sbx
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    curve, every = [], eval_every(budget)
+
+    class Curve(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps % every == 0:
+                ret = evaluate(lambda o: self.model.predict(o, deterministic=True)[0], task,
+                               EVAL_EPISODES)
+                curve.append([time.perf_counter() - PROCESS_START, self.num_timesteps, [ret]])
+            return True
+
+    net = ({"net_arch": {"pi": [256, 256], "qf": [256, 256]}} if algo == "crossq"
+           else {"net_arch": [256, 256]})
+    model = getattr(sbx, SBX[algo])("MlpPolicy", gym.make(task), batch_size=256,
+                                    learning_starts=learning_starts(budget),
+                                    buffer_size=1_000_000, policy_kwargs=net, seed=seed,
+                                    verbose=0)
+    start = time.perf_counter()
+    model.learn(total_timesteps=budget, callback=Curve())
+    return {"curve": curve, "split": {"learn": time.perf_counter() - start}, "seeds": [seed]}
+
+
+def main(argv) -> None:
+    library, task, algo, budget = argv[0], argv[1], argv[2], int(argv[3])
+    count, run_dir, out = int(argv[4]), Path(argv[5]), Path(argv[6])
+    if library == "funcsac":
+        result = run_funcsac(task, algo, budget, count, run_dir, "--eager" in argv)
+    else:
+        result = run_sbx(task, algo, budget, count)
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

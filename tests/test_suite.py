@@ -1,0 +1,51 @@
+"""bench/suite.py runs a tiny MuJoCo campaign, is interrupted, and continues where it stopped:
+the resumed campaign's results equal an uninterrupted one's, its wall time counts both pieces,
+and the report names the task."""
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytest.importorskip("mujoco")
+
+
+def suite_command(tmp_path: Path, name: str) -> list:
+    peers = "sbx" if importlib.util.find_spec("sbx") else "none"
+    return [sys.executable, str(ROOT / "bench" / "suite.py"), "--budget", "2000", "--tasks",
+            "Hopper-v5", "--algos", "sac", "--num-seeds", "1", "--eager", "--peers", peers,
+            "--results", str(tmp_path / f"{name}.jsonl"), "--runs-dir", str(tmp_path / name),
+            "--results-md", str(tmp_path / f"{name}.md")]
+
+
+def rows(path: Path) -> list:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.slow
+def test_a_campaign_interrupted_and_run_again_equals_one_run_straight(tmp_path):
+    subprocess.run(suite_command(tmp_path, "straight"), check=True, cwd=tmp_path)
+    command = suite_command(tmp_path, "pieces")
+    first = subprocess.Popen(command, cwd=tmp_path)
+    checkpoints = []
+    while first.poll() is None and not checkpoints:
+        time.sleep(0.5)
+        checkpoints = list((tmp_path / "pieces").glob("funcsac-*/checkpoint.pt"))
+    first.send_signal(signal.SIGTERM)
+    assert first.wait() != 0 and checkpoints, "the campaign ended before it could be interrupted"
+    assert rows(tmp_path / "pieces.jsonl") == []
+    subprocess.run(command, check=True, cwd=tmp_path)
+    straight = {r["library"]: r for r in rows(tmp_path / "straight.jsonl")}
+    pieces = {r["library"]: r for r in rows(tmp_path / "pieces.jsonl")}
+    assert set(pieces) == set(straight) and pieces["funcsac"]["pieces"] == 2
+    # the same evaluations at the same steps (the wall-clock column differs)
+    assert [r[1:] for r in pieces["funcsac"]["curve"]] == \
+        [r[1:] for r in straight["funcsac"]["curve"]]
+    assert [r[1] for r in straight["funcsac"]["curve"]] == [500, 1000, 1500, 2000]
+    report = (tmp_path / "pieces.md").read_text()
+    assert "| Hopper-v5 | sac |" in report and (tmp_path / "suite.png").exists()
