@@ -143,3 +143,23 @@ def test_a_killed_experiment_resumes_exactly(tmp_path):
 def _trial_tau(trial_dir) -> float:
     import json
     return json.loads((trial_dir / "params.json").read_text())["tau"]
+
+
+def test_the_results_table_reads_a_trials_values_from_its_folder_when_its_result_lacks_them(
+        tmp_path):
+    """A trial restored from an experiment killed as it started may come back without its
+    config in its last result; its searched values are in the params.json Tune wrote."""
+    import json
+    from types import SimpleNamespace
+
+    from funcsac.driver.tools.tune import results_table, searches_of
+    (tmp_path / "trial_b").mkdir()
+    (tmp_path / "trial_b" / "params.json").write_text(json.dumps({"tau": 0.05}))
+    results = [SimpleNamespace(config={"tau": 0.005}, path=str(tmp_path / "trial_a"),
+                               metrics={"config": {"tau": 0.005}, "eval_return": -300.0,
+                                        "env_step": 600}),
+               SimpleNamespace(config=None, path=str(tmp_path / "trial_b"),
+                               metrics={"eval_return": -200.0, "env_step": 600})]
+    table = results_table(results, searches_of(["tau=grid(0.005, 0.05)"]))
+    assert table.splitlines()[2:] == ["| trial_b | 0.05 | 600 | -200.0 |",
+                                      "| trial_a | 0.005 | 600 | -300.0 |"]

@@ -243,12 +243,23 @@ def results_table(results, searches: Sequence[Search]) -> str:
     lines = ["| trial | " + " | ".join(names) + " | env steps | eval return |",
              "|---" * (len(names) + 3) + "|"]
     for r in rows:
-        values = [f"{r.config[n]:.4g}" if isinstance(r.config[n], float) else str(r.config[n])
-                  for n in names]
+        config = _trial_config(r)
+        values = [f"{config[n]:.4g}" if isinstance(config.get(n), float)
+                  else str(config.get(n, "?")) for n in names]
         lines.append(f"| {Path(r.path).name} | " + " | ".join(values)
                      + f" | {r.metrics.get('env_step', '')}"
                      + f" | {r.metrics.get(METRIC, np.nan):.1f} |")
     return "\n".join(lines)
+
+
+def _trial_config(result) -> dict:
+    """A trial's searched values: from its last result, or, for a trial whose last result was
+    restored without them (an experiment killed as the trial started), from the ``params.json``
+    Tune wrote in the trial's folder."""
+    if result.config:
+        return result.config
+    params = Path(result.path) / "params.json"
+    return json.loads(params.read_text()) if params.exists() else {}
 
 
 def searches_of(texts: Sequence[str]) -> tuple:
