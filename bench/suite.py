@@ -121,11 +121,13 @@ def report(results: Path, image: Path) -> str:
              "vmapped in one process, sbx one process a seed; same budget, 256x256 networks, "
              "batch 256, learning after 5,000 random steps; final return: the last evaluation "
              "(10 deterministic episodes), mean ± std over seeds; wall: all processes of the "
-             "row (`python bench/suite.py`). Published figures are not measured here.", ""]
+             "row, and the wall time a seed costs against sbx's (`python bench/suite.py`). "
+             "Published figures are not measured here.", ""]
     for budget in sorted({b for b, *_ in groups}):
         lines += [f"### {budget:,} steps", "",
-                  "| task | algorithm | funcsac return | sbx return | funcsac wall s | sbx wall s "
-                  "| wall vs sbx | MR.Q (published, v4) |", "|---|---|---|---|---|---|---|---|"]
+                  "| task | algorithm | funcsac return | sbx return | funcsac wall s (seeds) | "
+                  "sbx wall s (seeds) | wall a seed vs sbx | MR.Q (published, v4) |",
+                  "|---|---|---|---|---|---|---|---|"]
         for (b, task, algo, library), rs in sorted(groups.items()):
             if b != budget or library != "funcsac":
                 continue
@@ -133,10 +135,12 @@ def report(results: Path, image: Path) -> str:
             ours = [x for r in rs for x in r["curve"][-1][2]]
             theirs = [r["curve"][-1][2][0] for r in sbx]
             wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)
+            # funcsac's seeds share one process: compare the wall time a seed costs
+            ratio = (wall / len(ours)) / (sbx_wall / len(theirs)) if sbx else None
             published = MRQ.get(task.split("-")[0], {}).get(budget)
-            cells = [task, algo, _spread(ours), _spread(theirs), f"{wall:,.0f}",
-                     f"{sbx_wall:,.0f}" if sbx else "-", f"{wall / sbx_wall:.2f}" if sbx else "-",
-                     f"{published:,}" if published else "-"]
+            cells = [task, algo, _spread(ours), _spread(theirs), f"{wall:,.0f} ({len(ours)})",
+                     f"{sbx_wall:,.0f} ({len(theirs)})" if sbx else "-",
+                     f"{ratio:.2f}" if sbx else "-", f"{published:,}" if published else "-"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines.append("CleanRL's SAC at 1M steps (published, MuJoCo v4): " + ", ".join(
