@@ -17,8 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+from e2e_child import evaluate  # episodes on seeds 10,000, 10,001, ... as e2e.py's
+
 PROCESS_START = time.perf_counter()
-EVAL_EVERY, EVAL_EPISODES, EVAL_SEED = 10_000, 10, 10_000
+EVAL_EVERY, EVAL_EPISODES = 10_000, 10
 PIECES = "suite-pieces.json"  # wall seconds of the run's earlier pieces (written by suite.py)
 CURVE = "suite-curve.json"
 SBX = {"sac": "SAC", "crossq": "CrossQ", "tqc": "TQC", "droq": "DroQ"}
@@ -70,24 +72,6 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
         last = list(csv.DictReader(f))[-1]
     split = {k[len("time_"):]: float(last[k]) for k in last if k.startswith("time_")}
     return {"curve": curve, "split": split, "seeds": list(range(1, seeds + 1))}
-
-
-def evaluate(policy, env_id: str, episodes: int) -> float:
-    """Mean return of ``policy(obs) -> action`` over ``episodes`` on seeds EVAL_SEED, ..."""
-    import gymnasium as gym
-    import numpy as np
-    env = gym.make(env_id)
-    returns = []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=EVAL_SEED + i)
-        done, total = False, 0.0
-        while not done:
-            obs, reward, terminated, truncated, _ = env.step(policy(obs))
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
-    return float(np.mean(returns))
 
 
 def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
