@@ -10,6 +10,8 @@ network factories: their code, closures and the functions they call, user code i
 funcsac's own source files, the torch, numpy, optree and Python versions and the machine (CPU
 flags, GPU model). The saved function has no guards: each call checks that its inputs still have
 the structure, shapes, dtypes and devices it was compiled for and raises ``ValueError`` if not.
+It returns its output's tensors only, and the call rebuilds the output from the structure stored
+with it, so that no class is looked up inside the saved code (see ``_leaves_of``).
 
 The key leaves out the config fields that only give the initial values of the state's dynamic
 hyperparameters (``INITIAL_VALUE_FIELDS``): runs that differ only in those share one compiled
@@ -52,7 +54,9 @@ from typing import Callable, Optional
 import numpy
 import optree
 import torch
+import torch.utils._cxx_pytree as cxx_pytree  # optree's speed, and dynamo traces it
 from torch._guards import TracingContext, tracing
+from torch._subclasses import FakeTensorMode
 
 from .compile import compile_update
 from .config import INITIAL_VALUE_FIELDS
@@ -151,22 +155,23 @@ def _verified(key: bytes, data: bytes) -> Optional[bytes]:
     return body if hmac.compare_digest(mac, _mac(key, body)) else None
 
 
-def _restore(directory: Path, body: bytes) -> bytes:
-    """The serialized function of the verified ``body`` of a stored file of ``directory``, after
-    writing the files of its build folder back there, whatever is there now: the function loads
-    its shared library from that folder."""
+def _restore(directory: Path, body: bytes) -> tuple:
+    """``(serialized function, output structure)`` of the verified ``body`` of a stored file of
+    ``directory``, after writing the files of its build folder back there, whatever is there now:
+    the function loads its shared library from that folder."""
     stored = pickle.loads(body)
     build = directory / Path(stored["build"]).name
     build.mkdir(mode=0o700, exist_ok=True)
     for name, data in stored["files"].items():
         target = build / Path(name).name
         os.replace(_write_temporary(build, target.name + ".", data), target)
-    return stored["function"]
+    return stored["function"], stored["structure"]
 
 
-def _load(path: Path, key: bytes) -> Optional[Callable]:
-    """The compiled function stored at ``path``; ``None`` when there is none, or when it is not
-    signed with ``key`` or cannot be loaded (then it is removed, with a warning)."""
+def _load(path: Path, key: bytes) -> Optional[tuple]:
+    """``(compiled function, output structure)`` stored at ``path``; ``None`` when there is none,
+    or when it is not signed with ``key`` or cannot be loaded (then it is removed, with a
+    warning)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -176,8 +181,8 @@ def _load(path: Path, key: bytes) -> Optional[Callable]:
         why = "is not signed with this store's key (damaged, or not written by this user)"
     else:
         try:
-            function = _restore(path.parent, body)
-            return torch.compiler.load_compiled_function(io.BytesIO(function))
+            function, structure = _restore(path.parent, body)
+            return torch.compiler.load_compiled_function(io.BytesIO(function)), structure
         except Exception as e:  # signed but foreign to this torch: compile again and replace it
             why = f"cannot be loaded ({e!r})"
     warnings.warn(f"{path} {why}; removed, compiling again", stacklevel=3)
@@ -185,21 +190,44 @@ def _load(path: Path, key: bytes) -> Optional[Callable]:
     return None
 
 
+def _leaves_of(fn: Callable) -> Callable:
+    """``fn`` returning the tensors of its output as a flat tuple. What a stored
+    function returns is rebuilt outside it (``StoredFunction``): torch 2.13's saved bytecode
+    finds the class of a pytree output by its position among the pytree types registered in the
+    process, which differs from one process to another (importing ``torch.distributed.tensor``
+    before funcsac turned a loaded update's ``SACState`` into another class)."""
+    def leaves(*args):
+        return tuple(cxx_pytree.tree_leaves(fn(*args)))
+    return leaves
+
+
+def _output_structure(fn: Callable, args: tuple):
+    """The pytree structure of ``fn(*args)``, found with fake tensors (no arithmetic), each
+    state's static fields left out (``StoredFunction`` puts the caller's back)."""
+    with FakeTensorMode() as mode:
+        fake = optree.tree_map(lambda x: mode.from_tensor(x) if isinstance(x, torch.Tensor)
+                               else x, args)
+        out = fn(*fake)
+    return cxx_pytree.tree_structure(_with_static(out, None))
+
+
 def _compile_ahead(fn: Callable, args: tuple, build: Path):
-    """``fn`` compiled ahead of time for ``args`` (contiguous), its shared library built in the
-    folder ``build``, which the compiled function records."""
+    """``(compiled, structure)``: ``fn`` compiled ahead of time for ``args`` (contiguous) to
+    return its output's leaves, its shared library built in the folder ``build``, which the
+    compiled function records, and its output's structure (``_output_structure``)."""
     # static shapes whatever earlier compiles of the same code saw; a copy of the options, since
     # torch.compile pops entries from them
     options = {**OPTIONS, "aot_inductor.output_path": str(build)}
-    return torch.compile(fn, fullgraph=True, dynamic=False, options=options).aot_compile(
-        (args, {}))
+    compiled = torch.compile(_leaves_of(fn), fullgraph=True, dynamic=False,
+                             options=options).aot_compile((args, {}))
+    return compiled, _output_structure(fn, args)
 
 
-def _save(path: Path, key: bytes, compiled, build: Path) -> None:
-    """``compiled`` (``_compile_ahead``'s) saved at ``path`` with the files of its build folder
-    ``build``, signed with ``key``; the file is replaced whole."""
+def _save(path: Path, key: bytes, compiled, structure, build: Path) -> None:
+    """``compiled`` and its output ``structure`` (``_compile_ahead``'s) saved at ``path`` with
+    the files of its build folder ``build``, signed with ``key``; the file is replaced whole."""
     body = pickle.dumps({"function": type(compiled).serialize(compiled).serialized_data,
-                         "build": build.name,
+                         "structure": structure, "build": build.name,
                          "files": {f.name: f.read_bytes() for f in build.iterdir() if f.is_file()}})
     os.replace(_write_temporary(path.parent, path.name + ".", _mac(key, body) + body), path)
 
@@ -286,11 +314,12 @@ def artifact_key(fn: Callable, args: tuple, name: str) -> str:
 
 
 class StoredFunction:
-    """A compiled function specialised to one input signature; checks it at each call.
+    """A compiled function specialised to one input signature; checks it at each call and
+    rebuilds its output, of the given ``structure``, from the leaves ``compiled`` returns.
     ``loaded`` says whether it came from the store rather than from compiling."""
 
-    def __init__(self, compiled: Callable, args: tuple, path: Path, loaded: bool):
-        self.compiled, self.path, self.loaded = compiled, path, loaded
+    def __init__(self, compiled: Callable, structure, args: tuple, path: Path, loaded: bool):
+        self.compiled, self.structure, self.path, self.loaded = compiled, structure, path, loaded
         self.expected, self.static = signature(args), _first_static(args)
 
     def __call__(self, *args):
@@ -302,7 +331,7 @@ class StoredFunction:
         # loading a saved function needs a tracing context without guards (torch 2.13)
         context = TracingContext(None)
         with tracing(context), context.guards_context.skip_guard_install():
-            out = self.compiled(*_contiguous(flat))
+            out = cxx_pytree.tree_unflatten(self.compiled(*_contiguous(flat)), self.structure)
         # the states it returns carry this run's config, not the one it was compiled under
         return out if self.static is None else _with_static(out, self.static)
 
@@ -349,20 +378,20 @@ def compile_stored(fn: Callable, args: tuple, name: str,
         path, key = _artifact_path(fn, args, name, directory)
     except (Unfingerprintable, OSError) as e:
         return _unstored(fn, f"{name} compiled without the store: {e}")
-    compiled = _load(path, key)
-    if compiled is not None:
-        return StoredFunction(compiled, args, path, loaded=True)
+    stored = _load(path, key)
+    if stored is not None:
+        return StoredFunction(*stored, args, path, loaded=True)
     args = _contiguous(_flatten(args))
     # a new folder for each compile: a compile elsewhere never overwrites a library in use
     build = Path(tempfile.mkdtemp(dir=directory, prefix=f".{path.stem}-"))
     try:
-        compiled = _compile_ahead(fn, args, build)
+        compiled, structure = _compile_ahead(fn, args, build)
     except Exception as e:
         shutil.rmtree(build, ignore_errors=True)
         return _unstored(fn, f"{name} cannot be compiled ahead of time ({type(e).__name__}: "
                          f"{e}); compiled with torch.compile instead, not stored")
     try:
-        _save(path, key, compiled, build)
+        _save(path, key, compiled, structure, build)
     except OSError as e:
         warnings.warn(f"compiled {name} could not be saved to {path} ({e})", stacklevel=2)
-    return StoredFunction(compiled, args, path, loaded=False)
+    return StoredFunction(compiled, structure, args, path, loaded=False)

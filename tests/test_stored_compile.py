@@ -58,17 +58,23 @@ def test_stored_update_equals_eager_step_after_step(stored):
 
 
 def test_a_new_process_loads_the_stored_update_and_gets_the_same_numbers(stored, tmp_path):
-    """Whatever the update's build folder holds now: the stored file restores its library."""
+    """Whatever the update's build folder holds now: the stored file restores its library; and
+    whatever pytree types the new process registered before funcsac's: the output's classes are
+    not found by their position among them."""
     fn, store = stored
     state, batch = _two_agents()
-    here = fn(*fn(state, batch)[:1], batch)[0]
+    here = fn(*fn(state, batch)[:1], batch)
     libraries = list(store.glob(".test-agents-*/*.so"))
     assert libraries
     for library in libraries:  # a new file: this process has the library mapped
         library.unlink()
         library.write_bytes(b"not the compiled library")
     script = textwrap.dedent(f"""
-        import sys, time, torch
+        import collections, sys, time, torch
+        import torch.utils._pytree
+        Pair = collections.namedtuple("Pair", "a b")
+        torch.utils._pytree.register_pytree_node(Pair, lambda p: (list(p), None),
+                                                 lambda xs, _: Pair(*xs))
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         import funcsac
         from funcsac.driver.run.agents import vmap_agents
@@ -79,12 +85,17 @@ def test_a_new_process_loads_the_stored_update_and_gets_the_same_numbers(stored,
                                     "test-agents", {str(store)!r})
         assert fn.loaded
         print(f"stored update loaded in {{time.perf_counter() - start:.2f}} s")
-        torch.save(fn(fn(state, batch)[0], batch)[0].critic, {str(tmp_path / "out.pt")!r})
+        state, metrics = fn(fn(state, batch)[0], batch)
+        assert type(state) is funcsac.SACState, type(state)
+        assert type(state.actor_opt) is funcsac.AdamState, type(state.actor_opt)
+        torch.save((state.critic, state.actor_opt.nu, metrics), {str(tmp_path / "out.pt")!r})
     """)
     subprocess.run([sys.executable, "-c", script], check=True)
     there = torch.load(tmp_path / "out.pt")
-    for name, x in here.critic.items():
-        assert torch.equal(x, there[name]), name
+    assert pytree.tree_structure(there) == pytree.tree_structure(
+        (here[0].critic, here[0].actor_opt.nu, here[1]))
+    for x, y in zip(_leaves(there), _leaves((here[0].critic, here[0].actor_opt.nu, here[1]))):
+        assert torch.equal(x, y)
 
 
 def test_inputs_it_was_not_compiled_for_are_refused(stored):
