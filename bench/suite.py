@@ -26,6 +26,7 @@ from results_md import machine, write_block
 from suite_child import PIECES, SBX
 
 HERE = Path(__file__).parent
+STOP_TIMEOUT_S = 120  # how long an interrupted child may take to stop before it is killed
 # published figures (not measured here): MR.Q (Fujimoto et al. 2025), Gym MuJoCo v4, 10 seeds,
 # facebookresearch/MRQ results/gym_results.txt; CleanRL's SAC at 1M steps, MuJoCo v4
 MRQ = {"HalfCheetah": {100_000: 7872, 300_000: 10835, 1_000_000: 12940},
@@ -60,7 +61,11 @@ def run_child(args: list, run_dir: Path, flags: list, pieces: bool) -> dict:
             code = child.wait()
         except BaseException:
             child.send_signal(signal.SIGINT)  # funcsac checkpoints at its next step
-            child.wait()
+            try:
+                child.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:  # sbx may not stop on SIGINT; it restarts anyway
+                child.kill()
+                child.wait()
             raise
         finally:
             if pieces:
