@@ -1,12 +1,12 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
-from . import keys, presets, registry
+from . import encoders, keys, presets, registry
 from .acting import act
 from .batch import Batch, check_batch
 from .compile import compile_update
 from .config import SACConfig
 from .losses import (ActorOut, CriticOut, Losses, actor_loss, critic_loss, td_target,
                      temperature_loss)
-from .networks import apply_actor, apply_critic, apply_critics, mlp
+from .networks import apply_actor, apply_critic, apply_critics, apply_encoder, mlp
 from .optim import AdamState, adam_init, adam_update, global_norm
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .stored_compile import compile_stored
@@ -19,11 +19,12 @@ from .algorithms import crossq, discrete, sac, tqc
 ALGORITHMS = ALGORITHMS_BY_POLICY["tanh_gaussian"]  # the tanh-Gaussian policy's, by name
 
 __all__ = [
-    "keys", "presets", "registry", "act", "Batch", "check_batch", "compile_update",
+    "encoders", "keys", "presets", "registry", "act", "Batch", "check_batch", "compile_update",
     "compile_stored", "SACConfig", "actor_loss", "critic_loss", "temperature_loss", "ActorOut",
     "CriticOut", "Algorithm", "register", "apply_actor", "apply_critic", "apply_critics",
-    "mlp", "AdamState", "adam_init", "adam_update", "global_norm", "tanh_gaussian_log_prob",
-    "tanh_gaussian_sample", "HParams", "SACState", "Static", "check_state", "init_state",
+    "apply_encoder", "mlp", "AdamState", "adam_init", "adam_update", "global_norm",
+    "tanh_gaussian_log_prob", "tanh_gaussian_sample", "HParams", "SACState", "Static",
+    "check_state", "init_state",
     "reset_params", "make_update_many", "update_many", "ALGORITHMS", "ALGORITHMS_BY_POLICY",
     "losses_for", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target",
     "update", "update_with_aux", "crossq", "discrete", "sac", "tqc", "train", "TrainConfig",

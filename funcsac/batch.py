@@ -20,9 +20,10 @@ class _BatchFields(NamedTuple):
 
 
 class Batch(_BatchFields):
-    """Transitions: ``obs [B, obs_dim]``, ``action [B, act_dim]`` in [-1, 1] (a categorical
+    """Transitions: ``obs [B, obs_dim]`` (image observations: ``uint8 [B, C, H, W]``,
+    ``SACConfig.image_shape``), ``action [B, act_dim]`` in [-1, 1] (a categorical
     policy's: ``[B, 1]``, the action indices), ``reward [B]``,
-    ``next_obs [B, obs_dim]``, ``terminated [B]`` (bool or float, 1 where the episode truly ended;
+    ``next_obs`` (as ``obs``), ``terminated [B]`` (bool or float, 1 where the episode truly ended;
     a time-limit truncation is not a termination).
 
     ``horizon [B]`` counts the environment steps from ``obs`` to ``next_obs`` (an n-step
@@ -59,8 +60,10 @@ def check_batch_structure(batch, config: SACConfig) -> None:
     obs = batch.obs
     b = obs.shape[0] if isinstance(obs, torch.Tensor) and obs.dim() else None
     action = (POLICIES[config.policy].action_size(config.act_dim),)
-    trailing = {"obs": (config.obs_dim,), "action": action, "reward": (),
-                "next_obs": (config.obs_dim,), "terminated": (), "horizon": (), "weight": ()}
+    obs_dims = config.image_shape or (config.obs_dim,)
+    trailing = {"obs": obs_dims, "action": action, "reward": (), "next_obs": obs_dims,
+                "terminated": (), "horizon": (), "weight": ()}
+    images = torch.uint8 if config.image_shape else None
     device = torch.device(config.device)
     for field, dims in trailing.items():
         x = getattr(batch, field)
@@ -70,7 +73,8 @@ def check_batch_structure(batch, config: SACConfig) -> None:
             _fail(field, f"a tensor of shape {want()}", type(x).__name__)
         if b is None or x.dim() != 1 + len(dims) or x.shape[0] != b or tuple(x.shape[1:]) != dims:
             _fail(field, f"shape {want()}", _shape(x.shape))
-        allowed = (config.dtype, torch.bool) if field == "terminated" else (config.dtype,)
+        allowed = ((config.dtype, torch.bool) if field == "terminated" else
+                   (images,) if images and field in ("obs", "next_obs") else (config.dtype,))
         if x.dtype not in allowed:
             _fail(field, "dtype " + " or ".join(map(str, allowed)), str(x.dtype))
         if x.device.type != device.type or (device.index is not None and x.device != device):

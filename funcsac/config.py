@@ -42,6 +42,13 @@ class SACConfig:
     custom critic may use ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from
     the state's key.
 
+    ``image_shape`` ``(C, H, W)`` makes the observations ``uint8`` images (frames stacked
+    along the channels): an encoder, ``encoder_factory(image_shape, obs_dim)`` (default
+    ``funcsac.encoders.drq_encoder``), maps them to ``obs_dim`` features, which the actor and the
+    critics take. As in DrQ, the encoder is shared by the critics and trained by their loss
+    only (the actor sees its features detached), the targets keep a polyak-averaged copy, and
+    each gradient step shifts the images by up to ``image_pad`` pixels.
+
     ``normalize_obs`` and ``scale_rewards`` keep running statistics in ``SACState.norm``
     (``funcsac.normalize``): ``act`` and ``update`` see ``(obs - mean) / std`` (clipped to 10) and
     rewards divided by the std of the discounted return; whoever collects the data updates them
@@ -84,6 +91,9 @@ class SACConfig:
     critic_batch_renorm: bool = False  # batch renormalisation in the default critic (CrossQ)
     actor_batch_renorm: bool = False  # batch renormalisation in the default actor (CrossQ)
     normalize_obs: bool = False  # observations normalised by running statistics in the state
+    image_shape: tuple = ()  # (C, H, W) of uint8 image observations; empty: vectors of obs_dim
+    image_pad: int = 4  # images: DrQ's random shift of up to this many pixels (0: none)
+    encoder_factory: Optional[Callable[[tuple, int], nn.Module]] = None  # None: drq_encoder
     scale_rewards: bool = False  # rewards divided by the running std of the discounted return
     actor_factory: Optional[ModuleFactory] = None
     critic_factory: Optional[ModuleFactory] = None
@@ -95,7 +105,8 @@ class SACConfig:
     drop_quantiles: int = 2  # distributional critics: top quantiles dropped per critic (d)
 
     def __post_init__(self):
-        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas", "alpha_adam_betas"):
+        for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas", "alpha_adam_betas",
+                     "image_shape"):
             value = getattr(self, name)
             _require(isinstance(value, (list, tuple)), name, "must be a sequence of numbers", value)
             object.__setattr__(self, name, tuple(value))
@@ -187,11 +198,31 @@ def _check_network(cfg: SACConfig) -> None:
                  f"{cfg.network!r}", getattr(cfg, name))
 
 
+def _check_images(cfg: SACConfig, algorithm) -> None:
+    """``image_shape`` is empty or three sizes; images go with an algorithm that keeps target
+    networks (the target encoder) and are not normalised."""
+    _require(isinstance(cfg.image_shape, tuple) and len(cfg.image_shape) in (0, 3)
+             and all(_is_int(n) and n >= 1 for n in cfg.image_shape), "image_shape",
+             "must be empty (vector observations) or (channels, height, width)", cfg.image_shape)
+    _require(_is_int(cfg.image_pad) and cfg.image_pad >= 0, "image_pad",
+             "must be an integer >= 0", cfg.image_pad)
+    if not cfg.image_shape:
+        return
+    _require(min(cfg.image_shape[1:]) >= 15 or cfg.encoder_factory is not None, "image_shape",
+             "must be at least 15 x 15 pixels for the default encoder's convolutions",
+             cfg.image_shape)
+    _require(not cfg.normalize_obs, "normalize_obs", "must be False with image observations "
+             "(images are scaled to [-0.5, 0.5], not normalised)", cfg.normalize_obs)
+    _require(algorithm.target_networks, "algorithm", "must keep target networks with image "
+             "observations (the targets use a polyak-averaged encoder)", cfg.algorithm)
+
+
 def validate_config(cfg: SACConfig) -> None:
     """Raise ``ValueError`` naming the first invalid field of ``cfg``."""
     for name in ("policy", "algorithm"):
         _require(isinstance(getattr(cfg, name), str), name, "must be a string", getattr(cfg, name))
     algorithm = algorithm_of(cfg)  # ValueError naming the registered ones
+    _check_images(cfg, algorithm)
     for name in ("obs_dim", "act_dim", "num_critics", "policy_delay"):
         v = getattr(cfg, name)
         _require(_is_int(v) and v >= 1, name, "must be an integer >= 1", v)
@@ -243,7 +274,7 @@ def validate_config(cfg: SACConfig) -> None:
     for name in ("critic_layer_norm", "critic_batch_renorm", "actor_batch_renorm",
                  "normalize_obs", "scale_rewards"):
         _require(isinstance(getattr(cfg, name), bool), name, "must be a bool", getattr(cfg, name))
-    for name in ("actor_factory", "critic_factory"):
+    for name in ("actor_factory", "critic_factory", "encoder_factory"):
         v = getattr(cfg, name)
         _require(v is None or callable(v), name, "must be None or a callable", v)
     _require(isinstance(cfg.dtype, torch.dtype) and cfg.dtype.is_floating_point, "dtype",

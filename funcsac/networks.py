@@ -333,6 +333,12 @@ def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
     return mean, log_std
 
 
+def apply_encoder(template: nn.Module, params: Params, images: torch.Tensor) -> torch.Tensor:
+    """The image encoder: ``images [B, C, H, W]`` (scaled floats,
+    ``funcsac.encoders.prepare_images``) -> features ``[B, obs_dim]``."""
+    return _forward(template, params, images)
+
+
 def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,
                  key: Optional[torch.Tensor] = None,
                  stats: Optional[Params] = None) -> torch.Tensor:

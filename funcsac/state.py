@@ -5,7 +5,7 @@ import dataclasses
 import functools
 import math
 import threading
-from typing import Dict, NamedTuple
+from typing import Dict, NamedTuple, Optional
 
 import optree
 import torch
@@ -14,6 +14,7 @@ from torch import nn
 
 from . import keys
 from .config import SACConfig
+from .encoders import drq_encoder
 from .networks import Params, build_network, cast_params, decay_mask, module_params, stack_params
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
@@ -33,9 +34,10 @@ class HParams(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Static:
-    """The non-tensor part of a state: the config, the weightless module templates and, per
-    network, its trainable parameter names mapped to whether weight decay applies to each (the
-    rest of a parameter dict, buffers and frozen parameters, is never trained).
+    """The non-tensor part of a state: the config, the weightless module templates (``encoder``
+    ``None`` for vector observations) and, per network, its trainable parameter names mapped to
+    whether weight decay applies to each (the rest of a parameter dict, buffers and frozen
+    parameters, is never trained).
 
     Two ``Static`` with equal configs are equal, so states built from the same config share one
     pytree structure.
@@ -46,6 +48,8 @@ class Static:
     critic: nn.Module
     actor_trainable: Dict[str, bool]
     critic_trainable: Dict[str, bool]
+    encoder: Optional[nn.Module] = None
+    encoder_trainable: Dict[str, bool] = dataclasses.field(default_factory=dict)
 
     def __eq__(self, other):
         return isinstance(other, Static) and self.config == other.config
@@ -62,7 +66,9 @@ class SACState:
     (``target_critic`` is empty for an algorithm without target networks);
     ``log_alpha`` and ``step`` (int64) are 0-d; ``key`` is ``[2]`` int64. ``norm`` holds the
     running statistics of observations (``"obs"``) and discounted returns (``"return"``) when the
-    config normalises them, and is empty otherwise.
+    config normalises them, and is empty otherwise. ``encoder`` and ``target_encoder`` hold the
+    image encoder's tensors (not stacked: the critics share it), and are empty for vector
+    observations.
     """
 
     actor: Params
@@ -76,6 +82,8 @@ class SACState:
     step: torch.Tensor
     hparams: HParams
     norm: Dict[str, RunningStats]
+    encoder: Params
+    target_encoder: Params
     static: Static
 
     @property
@@ -123,15 +131,40 @@ def _build(config: SACConfig, num_critics: int):
     return actor, [critic_factory(*dims, config.hidden_sizes) for _ in range(num_critics)]
 
 
+def _build_encoder(config: SACConfig) -> Optional[nn.Module]:
+    """The image encoder (``None`` for vector observations)."""
+    if not config.image_shape:
+        return None
+    return (config.encoder_factory or drq_encoder)(config.image_shape, config.obs_dim)
+
+
 def static_for(config: SACConfig) -> Static:
     """The shared ``Static`` of a config: weightless templates built once per config."""
     if config not in _STATICS:
         with torch.device("meta"):
             actor, (critic,) = _build(config, 1)
+            encoder = _build_encoder(config)
         on = config.weight_decay_on
         _STATICS[config] = Static(config, actor, critic, decay_mask(actor, on),
-                                  decay_mask(critic, on))
+                                  decay_mask(critic, on), encoder,
+                                  {} if encoder is None else decay_mask(encoder, on))
     return _STATICS[config]
+
+
+ENCODER_PREFIX = "encoder."
+
+
+def critic_and_encoder(critic: Params, encoder: Params) -> Params:
+    """One dict of the critics' and the encoder's tensors (the encoder's names prefixed
+    ``"encoder."``): what the critic loss differentiates and the critics' Adam moments cover."""
+    return {**critic, **{ENCODER_PREFIX + k: v for k, v in encoder.items()}}
+
+
+def split_critic_and_encoder(params: Params) -> tuple:
+    """``critic_and_encoder``'s inverse: ``(critic, encoder)``."""
+    n = len(ENCODER_PREFIX)
+    return ({k: v for k, v in params.items() if not k.startswith(ENCODER_PREFIX)},
+            {k[n:]: v for k, v in params.items() if k.startswith(ENCODER_PREFIX)})
 
 
 def trainable(params: Params, names) -> Params:
@@ -141,7 +174,9 @@ def trainable(params: Params, names) -> Params:
 
 def init_state(config: SACConfig, seed: int = 0) -> SACState:
     """A fresh agent: N independently initialised critics, targets equal to them (none for an
-    algorithm without target networks), zero moments (for the trainable parameters only).
+    algorithm without target networks), zero moments (for the trainable parameters only); with
+    image observations an encoder (drawn after the networks) and its target copy, whose
+    trainable parameters the critics' moments cover as ``"encoder.<name>"``.
 
     Weights are drawn from ``torch.manual_seed(seed)`` inside a forked RNG, so the global torch
     RNG is left untouched; the state's key is ``keys.make_key(seed)``. Concurrent calls take
@@ -153,8 +188,10 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         torch.manual_seed(seed)
         with torch.device("cpu"):
             actor, critics = _build(config, config.num_critics)
+            encoder = _build_encoder(config)
     actor_params = cast_params(module_params(actor), dev, dt)
     critic_params = cast_params(stack_params(critics), dev, dt)
+    encoder_params = {} if encoder is None else cast_params(module_params(encoder), dev, dt)
     scalar = lambda v: torch.tensor(v, dtype=dt, device=dev)  # noqa: E731
     log_alpha = scalar(math.log(config.init_alpha))
     return SACState(
@@ -163,7 +200,9 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         target_critic=({k: v.clone() for k, v in critic_params.items()}
                        if algorithm_of(config).target_networks else {}),
         actor_opt=adam_init(trainable(actor_params, static.actor_trainable)),
-        critic_opt=adam_init(trainable(critic_params, static.critic_trainable)),
+        critic_opt=adam_init(critic_and_encoder(
+            trainable(critic_params, static.critic_trainable),
+            trainable(encoder_params, static.encoder_trainable))),
         alpha_opt=adam_init({"log_alpha": log_alpha}),
         log_alpha=log_alpha,
         key=keys.make_key(seed, dev),
@@ -171,12 +210,15 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         hparams=HParams(*(scalar(getattr(config, f)) for f in HParams._fields)),
         norm={**({"obs": init_stats((config.obs_dim,), dev)} if config.normalize_obs else {}),
               **({"return": init_stats((), dev)} if config.scale_rewards else {})},
+        encoder=encoder_params,
+        target_encoder={k: v.clone() for k, v in encoder_params.items()},
         static=static,
     )
 
 
 # the fields ``reset_params`` draws afresh
 RESET_FIELDS = ("actor", "critic", "target_critic", "actor_opt", "critic_opt", "alpha_opt",
+                "encoder", "target_encoder",
                 "log_alpha")
 
 
@@ -224,6 +266,12 @@ def check_state(state: SACState) -> None:
     n = (state.config.num_critics,)
     _check_params("actor", state.actor, state.static.actor, ())
     _check_params("critic", state.critic, state.static.critic, n)
+    if state.static.encoder is not None:
+        _check_params("encoder", state.encoder, state.static.encoder, ())
+        _check_params("target_encoder", state.target_encoder, state.static.encoder, ())
+    elif state.encoder or state.target_encoder:
+        raise ValueError("SACState.encoder and target_encoder must be empty: the config has "
+                         "vector observations (image_shape is empty)")
     if algorithm_of(state.config).target_networks:
         _check_params("target_critic", state.target_critic, state.static.critic, n)
     elif state.target_critic:

@@ -6,7 +6,10 @@ temperature step on the actor's log-probs. The actor and the temperature change 
 All randomness comes from ``state.key``. Gradients, Adam and the polyak average cover the trainable
 parameters only (``Static.actor_trainable``, ``Static.critic_trainable``); buffers change only as
 a loss returns their new values. ``critic_step`` and ``actor_step`` are the two halves, which
-``update_many`` runs in rlpd's order (several critic steps, then one actor step).
+``update_many`` runs in rlpd's order (several critic steps, then one actor step). With image
+observations the critic step trains the shared encoder with the critics (their Adam moments hold
+its tensors as ``"encoder.<name>"``), the targets read the target encoder's features, and the
+actor step the encoder's, detached; each draws its own random shifts.
 """
 from __future__ import annotations
 
@@ -18,12 +21,14 @@ import torch.utils._pytree as pytree
 
 from . import keys
 from .batch import Batch, check_batch_structure
+from .encoders import prepare_images
 from .losses import Losses
-from .networks import Params
+from .networks import Params, apply_encoder
 from .normalize import normalize_obs, scale_reward
 from .optim import adam_update
 from .registry import algorithm_of, losses_for
-from .state import SACState, check_state, trainable
+from .state import (SACState, check_state, critic_and_encoder, split_critic_and_encoder,
+                    trainable)
 
 Metrics = Dict[str, torch.Tensor]
 
@@ -55,6 +60,15 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
     return {**params, **new, **out.buffers}, opt_state, norm, (loss, out)
 
 
+def _through_encoder(critic_loss: Callable) -> Callable:
+    """``critic_loss`` as a function of the critics' and the encoder's tensors
+    (``critic_and_encoder``) and of images: the encoder's features go in as observations."""
+    def loss(params: Params, static, images: torch.Tensor, *args):
+        critic, encoder = split_critic_and_encoder(params)
+        return critic_loss(critic, static, apply_encoder(static.encoder, encoder, images), *args)
+    return loss
+
+
 def prepare(state: SACState, batch: Batch) -> Batch:
     """``batch`` checked against the state's config and normalised by its running statistics
     (observations and rewards, when the config keeps them)."""
@@ -81,11 +95,29 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         gradient step draws from, the critic's metrics and ``td_error [B]``."""
         cfg, static, hp = state.config, state.static, state.hparams
         fns = loss_fns if loss_fns is not None else losses_for(cfg)
-        key, k_target, k_critic, k_actor = keys.split(state.key, 4)
-        target_q = fns.target(state, batch, k_target)
-        critic, critic_opt, c_norm, (c_loss, out) = _train(
-            fns.critic, state.critic, static.critic_trainable, state.critic_opt,
-            hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic, batch.weight)
+        if static.encoder is None:
+            key, k_target, k_critic, k_actor = keys.split(state.key, 4)
+            target_q = fns.target(state, batch, k_target)
+            critic, critic_opt, c_norm, (c_loss, out) = _train(
+                fns.critic, state.critic, static.critic_trainable, state.critic_opt,
+                hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic,
+                batch.weight)
+            encoder = target_encoder = {}
+        else:
+            key, k_target, k_critic, k_actor, k_obs, k_next = keys.split(state.key, 6)
+            next_obs = apply_encoder(static.encoder, state.target_encoder, prepare_images(
+                batch.next_obs, cfg.dtype, k_next, cfg.image_pad))
+            target_q = fns.target(state, batch._replace(next_obs=next_obs.detach()), k_target)
+            both, critic_opt, c_norm, (c_loss, out) = _train(
+                _through_encoder(fns.critic), critic_and_encoder(state.critic, state.encoder),
+                critic_and_encoder(static.critic_trainable, static.encoder_trainable),
+                state.critic_opt, hp.critic_lr, cfg, static,
+                prepare_images(batch.obs, cfg.dtype, k_obs, cfg.image_pad), batch.action,
+                target_q, k_critic, batch.weight)
+            critic, encoder = split_critic_and_encoder(both)
+            names = static.encoder_trainable
+            target_encoder = {**state.target_encoder, **soft_update(
+                trainable(state.target_encoder, names), encoder, hp.tau)}
         target_critic = state.target_critic
         if algorithm_of(cfg).target_networks:
             names = static.critic_trainable
@@ -95,7 +127,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
                    "target_q_mean": out.target.mean(), "critic_grad_norm": c_norm}
         td_error = (out.q.detach() - out.target).abs().mean(0)
         new = dataclasses.replace(state, critic=critic, target_critic=target_critic,
-                                  critic_opt=critic_opt, key=key, step=state.step + 1)
+                                  critic_opt=critic_opt, key=key, step=state.step + 1,
+                                  encoder=encoder, target_encoder=target_encoder)
         return new, k_actor, metrics, td_error
 
     def actor_step(state: SACState, batch: Batch, key: torch.Tensor):
@@ -104,6 +137,11 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         and the actor's metrics (``alpha`` before the step)."""
         cfg, static, hp = state.config, state.static, state.hparams
         fns = loss_fns if loss_fns is not None else losses_for(cfg)
+        if static.encoder is not None:  # the critics' encoder, detached (DrQ)
+            k_obs, key = keys.split(key, 2)
+            obs = apply_encoder(static.encoder, state.encoder, prepare_images(
+                batch.obs, cfg.dtype, k_obs, cfg.image_pad))
+            batch = batch._replace(obs=obs.detach())
         alpha = torch.exp(state.log_alpha)
         actor, actor_opt, a_norm, (a_loss, out) = _train(
             fns.actor, state.actor, static.actor_trainable, state.actor_opt, hp.actor_lr,

@@ -19,15 +19,21 @@ def eval_rows(run_dir):
 
 def make_batch(cfg: funcsac.SACConfig, batch_size: int = 32, seed: int = 0,
                terminated_fraction: float = 0.2) -> funcsac.Batch:
-    """A random batch matching ``cfg``."""
+    """A random batch matching ``cfg`` (``uint8`` images for a config with ``image_shape``)."""
     g = torch.Generator().manual_seed(seed)
     dt = cfg.dtype
     B = batch_size
+
+    def observations():
+        if cfg.image_shape:
+            return torch.randint(0, 256, (B, *cfg.image_shape), generator=g, dtype=torch.uint8)
+        return torch.randn(B, cfg.obs_dim, generator=g, dtype=dt)
+
     return funcsac.Batch(
-        obs=torch.randn(B, cfg.obs_dim, generator=g, dtype=dt),
+        obs=observations(),
         action=torch.rand(B, cfg.act_dim, generator=g, dtype=dt) * 2 - 1,
         reward=torch.randn(B, generator=g, dtype=dt),
-        next_obs=torch.randn(B, cfg.obs_dim, generator=g, dtype=dt),
+        next_obs=observations(),
         terminated=torch.rand(B, generator=g) < terminated_fraction,
     )
 

@@ -10,6 +10,7 @@ from torch.distributions import Normal, TanhTransform
 
 import funcsac
 from funcsac import keys
+from helpers import reordered
 
 
 def _module_with(template_factory, params):
@@ -89,24 +90,45 @@ class ReferenceSAC:
         qs = torch.stack([c(torch.cat([obs, a], -1)).squeeze(-1) for c in self.critics])
         return qs.min(0).values if self.cfg.actor_q_reduction == "min" else qs.mean(0)
 
-    def update(self, batch: funcsac.Batch):
-        cfg = self.cfg
+    def split_key(self):
+        """``(k_target, k_actor)`` of this step (moving the key on)."""
         self.key, k_target, _, k_actor = keys.split(self.key, 4)  # (third: critic dropout)
-        k_actor, _ = keys.split(k_actor, 2)
-        alpha = self.log_alpha.detach().exp()
-        obs, action = batch.obs, batch.action
+        return k_target, k_actor
 
-        target = self.target(batch, k_target, alpha)
-        critic_loss = self.critic_loss(obs, action, target, batch.weight)
-        self.critic_opt.zero_grad()
-        critic_loss.backward()
-        self._clip([p for c in self.critics for p in c.parameters()])
-        self.critic_opt.step()
+    def critic_inputs(self, batch):
+        """``(obs the critic loss takes, the batch the target takes)``."""
+        return batch.obs, batch
+
+    def actor_obs(self, batch, k_actor):
+        """``(obs the actor loss takes, its key)``."""
+        return batch.obs, k_actor
+
+    def critic_params(self):
+        return [p for c in self.critics for p in c.parameters()]
+
+    def polyak(self):
         with torch.no_grad():
             for c, t in zip(self.critics, self.targets):
                 for p, tp in zip(c.parameters(), t.parameters()):
-                    tp.add_(cfg.tau * (p - tp))
+                    tp.add_(self.cfg.tau * (p - tp))
 
+    def update(self, batch: funcsac.Batch):
+        cfg = self.cfg
+        k_target, k_actor = self.split_key()
+        alpha = self.log_alpha.detach().exp()
+        action = batch.action
+
+        obs, target_batch = self.critic_inputs(batch)
+        target = self.target(target_batch, k_target, alpha)
+        critic_loss = self.critic_loss(obs, action, target, batch.weight)
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self._clip(self.critic_params())
+        self.critic_opt.step()
+        self.polyak()
+
+        obs, k_actor = self.actor_obs(batch, k_actor)
+        k_actor, _ = keys.split(k_actor, 2)
         a, logp = self.sample(obs, k_actor)
         actor_loss = (alpha * logp - self.actor_value(obs, a)).mean()
         alpha_loss = -(self.log_alpha * (logp.detach() + cfg.target_entropy)).mean()
@@ -179,3 +201,77 @@ class ReferenceTQC(ReferenceSAC):
             for k in range(self.cfg.num_quantiles):
                 total = total + z[:, k]
         return total / (self.cfg.num_critics * self.cfg.num_quantiles)
+
+
+def shifted(images, key, pad):
+    """DrQ's random shift written out image by image: pad by replicating the edges, then slice
+    out the original size at the offset drawn with ``key``."""
+    offset = keys.randint(key, (len(images), 2), 2 * pad + 1)
+    padded = torch.nn.functional.pad(images, (pad,) * 4, mode="replicate")
+    h, w = images.shape[-2:]
+    return torch.stack([padded[i, :, y:y + h, x:x + w]
+                        for i, (y, x) in enumerate(offset.tolist())])
+
+
+class ReferenceDrQ(ReferenceSAC):
+    """SAC from images as DrQ trains it: one encoder module shared by the critics, in the
+    critics' optimizer, a polyak-averaged target copy for the targets, the actor on its detached
+    features; each pass shifts the scaled images with its own key."""
+
+    def __init__(self, state: funcsac.SACState):
+        super().__init__(state)
+        cfg = self.cfg
+        factory = lambda: funcsac.encoders.drq_encoder(  # noqa: E731
+            cfg.image_shape, cfg.obs_dim).to(cfg.dtype)
+        self.encoder = _module_with(factory, state.encoder)
+        self.target_encoder = copy.deepcopy(self.encoder)
+        params = self.critic_params()
+        self.critic_opt = torch.optim.Adam(params, lr=cfg.critic_lr, betas=cfg.adam_betas,
+                                           eps=cfg.adam_eps)
+
+    def images(self, x, key):
+        return shifted(x.to(self.cfg.dtype) / 255.0 - 0.5, key, self.cfg.image_pad)
+
+    def split_key(self):
+        self.key, k_target, _, k_actor, self.k_obs, self.k_next = keys.split(self.key, 6)
+        return k_target, k_actor
+
+    def critic_inputs(self, batch):
+        with torch.no_grad():
+            next_obs = self.target_encoder(self.images(batch.next_obs, self.k_next))
+        return self.encoder(self.images(batch.obs, self.k_obs)), batch._replace(next_obs=next_obs)
+
+    def actor_obs(self, batch, k_actor):
+        k_obs, k_actor = keys.split(k_actor, 2)
+        with torch.no_grad():
+            return self.encoder(self.images(batch.obs, k_obs)), k_actor
+
+    def critic_params(self):
+        return super().critic_params() + list(self.encoder.parameters())
+
+    def polyak(self):
+        super().polyak()
+        with torch.no_grad():
+            for p, tp in zip(self.encoder.parameters(), self.target_encoder.parameters()):
+                tp.add_(self.cfg.tau * (p - tp))
+
+
+def step_both(state: funcsac.SACState, ref: ReferenceSAC, batch: funcsac.Batch, step: int):
+    """``funcsac.update`` and ``ref.update`` on ``batch``; their metrics must agree (up to
+    ``reordered()``). Returns funcsac's new state."""
+    state, metrics = funcsac.update(state, batch)
+    for name, value in ref.update(batch).items():
+        torch.testing.assert_close(metrics[name], value, **reordered(),
+                                   msg=lambda m: f"step {step} {name}: {m}")
+    return state
+
+
+def assert_params_match(state: funcsac.SACState, ref: ReferenceSAC) -> None:
+    """The actor, critics, targets and temperature of ``state`` are ``ref``'s (up to
+    ``reordered()``)."""
+    expected = ref.params()
+    for field in ("actor", "critic", "target_critic"):
+        for k, v in expected[field].items():
+            torch.testing.assert_close(getattr(state, field)[k], v, **reordered(),
+                                       msg=lambda m: f"{field}.{k}: {m}")
+    torch.testing.assert_close(state.log_alpha, expected["log_alpha"], **reordered())

@@ -10,9 +10,9 @@ import funcsac
 from funcsac import keys, tqc
 from funcsac.cli import main
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
-                     crash_then_resume, make_batch, reordered, small_config,
+                     crash_then_resume, make_batch, small_config,
                      with_horizons_and_weights)
-from reference import ReferenceTQC
+from reference import ReferenceTQC, assert_params_match, step_both
 
 F64 = torch.float64
 
@@ -111,16 +111,8 @@ def test_update_matches_reference_step_by_step(case):
         batch = make_batch(cfg, seed=step)
         if case == "horizon_weight":
             batch = with_horizons_and_weights(batch, 100 + step)
-        state, metrics = funcsac.update(state, batch)
-        for name, value in ref.update(batch).items():
-            torch.testing.assert_close(metrics[name], value, **reordered(),
-                                       msg=lambda m: f"step {step} {name}: {m}")
-        expected = ref.params()
-        for field in ("actor", "critic", "target_critic"):
-            for k, v in expected[field].items():
-                torch.testing.assert_close(getattr(state, field)[k], v, **reordered(),
-                                           msg=lambda m: f"step {step} {field}.{k}: {m}")
-        torch.testing.assert_close(state.log_alpha, expected["log_alpha"], **reordered())
+        state = step_both(state, ref, batch, step)
+        assert_params_match(state, ref)
 
 
 def test_td_error_compares_the_mean_quantile_with_the_mean_target():

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 import funcsac
-from helpers import make_batch, reordered, small_config, with_horizons_and_weights
-from reference import ReferenceSAC
+from helpers import make_batch, small_config, with_horizons_and_weights
+from reference import ReferenceSAC, assert_params_match, step_both
 
 CASES = {
     "n1": dict(num_critics=1),
@@ -28,16 +28,8 @@ def test_update_matches_reference(case):
         batch = make_batch(cfg, seed=step)
         if case == "horizon_weight":
             batch = with_horizons_and_weights(batch, 100 + step)
-        state, metrics = funcsac.update(state, batch)
-        ref_metrics = ref.update(batch)
-        for name, value in ref_metrics.items():
-            torch.testing.assert_close(metrics[name], value, **reordered(),
-                                       msg=lambda m: f"step {step} {name}: {m}")
-    expected = ref.params()
-    for field in ("actor", "critic", "target_critic"):
-        for k, v in expected[field].items():
-            torch.testing.assert_close(getattr(state, field)[k], v, **reordered())
-    torch.testing.assert_close(state.log_alpha, expected["log_alpha"], **reordered())
+        state = step_both(state, ref, batch, step)
+    assert_params_match(state, ref)
     assert state.step.item() == 7
 
 

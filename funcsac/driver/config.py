@@ -19,7 +19,7 @@ from .validate import check_train_config
 # SACConfig fields that come from the environment or are code, not settings (device and dtype are
 # run settings, as strings)
 _AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype",
-                   "policy"}
+                   "policy", "image_shape", "image_pad", "encoder_factory"}
 AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
 
 # settings a resumed run may change: its length, logging, the permission to learn from another

@@ -1,0 +1,61 @@
+"""Image observations: a convolutional encoder in the pure style and DrQ's random-shift
+augmentation drawn from a key.
+
+Images arrive as ``uint8 [B, C, H, W]`` (frames stacked along the channels) and become floats in
+``[-0.5, 0.5]`` inside the update (DrQ-v2's scaling), so a replay buffer keeps them as bytes.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import keys
+
+
+def drq_encoder(image_shape: tuple, feature_dim: int = 50, filters: int = 32) -> nn.Sequential:
+    """DrQ's encoder (Kostrikov et al. 2020): ``[B, C, H, W] -> [B, feature_dim]``, four 3x3
+    convolutions of ``filters`` channels (the first of stride 2) with ReLUs, then a linear
+    projection, LayerNorm and tanh. At 84x84 the convolutions leave ``filters x 35 x 35``."""
+    c, h, w = image_shape
+    convs = [nn.Conv2d(c, filters, 3, stride=2), nn.ReLU()]
+    for _ in range(3):
+        convs += [nn.Conv2d(filters, filters, 3, stride=1), nn.ReLU()]
+    flat = filters * (conv_size(h) * conv_size(w))
+    return nn.Sequential(*convs, nn.Flatten(), nn.Linear(flat, feature_dim),
+                         nn.LayerNorm(feature_dim), nn.Tanh())
+
+
+def conv_size(n: int) -> int:
+    """A side of ``n`` pixels after ``drq_encoder``'s convolutions (no padding)."""
+    n = (n - 3) // 2 + 1
+    return n - 6
+
+
+def scale_images(images: torch.Tensor, dtype) -> torch.Tensor:
+    """``uint8`` pixels ``[0, 255]`` as ``dtype`` in ``[-0.5, 0.5]``."""
+    return images.to(dtype) * (1.0 / 255.0) - 0.5
+
+
+def prepare_images(images: torch.Tensor, dtype, key=None, pad: int = 0) -> torch.Tensor:
+    """``uint8`` images ``[B, C, H, W]`` as an encoder takes them: scaled
+    (``scale_images``), then, with a ``key``, shifted by up to ``pad`` pixels
+    (``random_shift``)."""
+    x = scale_images(images, dtype)
+    return x if key is None else random_shift(x, key, pad)
+
+
+def random_shift(images: torch.Tensor, key: torch.Tensor, pad: int = 4) -> torch.Tensor:
+    """Each image of ``images [B, C, H, W]`` (floats) shifted by its own ``(dy, dx)``, drawn with
+    ``key`` from ``[-pad, pad]^2``, its edge pixels repeated into the gap: DrQ's augmentation
+    (pad by replication, then crop back to ``H x W`` at a random offset). ``pad = 0`` returns
+    ``images``."""
+    if pad == 0:
+        return images
+    b, c, h, w = images.shape
+    padded = F.pad(images, (pad, pad, pad, pad), mode="replicate")
+    offset = keys.randint(key, (b, 2), 2 * pad + 1)  # the crop's top-left corner
+    rows = offset[:, :1] + torch.arange(h, device=images.device)  # [B, H]
+    cols = offset[:, 1:] + torch.arange(w, device=images.device)  # [B, W]
+    picked = torch.gather(padded, 2, rows[:, None, :, None].expand(b, c, h, w + 2 * pad))
+    return torch.gather(picked, 3, cols[:, None, None, :].expand(b, c, h, w))
