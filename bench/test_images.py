@@ -1,0 +1,55 @@
+"""One SAC update from images at DrQ's sizes, eager and compiled, and one action:
+
+    pytest bench/test_images.py --benchmark-only
+
+Batch 256 of 84x84 images with 3 stacked RGB frames (``uint8 [256, 9, 84, 84]``), DrQ's encoder
+(50 features), 1024x1024 actor and critics (DrQ's), 6 action dimensions. ``extra_info`` holds the
+FLOPs of the update's convolutions and matrix products (eager, one call) and the rate they run
+at.
+"""
+import pytest
+import torch
+
+import funcsac
+from measure import count_flops
+from workloads import stepper
+
+IMAGE = (9, 84, 84)
+BATCH = 256
+
+
+def drq_config(device) -> funcsac.SACConfig:
+    return funcsac.SACConfig(obs_dim=50, act_dim=6, image_shape=IMAGE, hidden_sizes=(1024, 1024),
+                             device=str(device))
+
+
+def image_batch(cfg: funcsac.SACConfig, batch_size: int = BATCH) -> funcsac.Batch:
+    g = torch.Generator().manual_seed(0)
+    pixels = lambda: torch.randint(0, 256, (batch_size, *IMAGE), generator=g,  # noqa: E731
+                                   dtype=torch.uint8)
+    batch = funcsac.Batch(pixels(), torch.rand(batch_size, cfg.act_dim, generator=g) * 2 - 1,
+                          torch.randn(batch_size, generator=g), pixels(), torch.zeros(batch_size))
+    return funcsac.Batch(*(x.to(cfg.device) for x in batch))
+
+
+@pytest.mark.parametrize("impl", ["funcsac-eager", "funcsac-compiled"])
+def test_image_update(benchmark, device, impl):
+    benchmark.group = f"images {device.type}"
+    cfg = drq_config(device)
+    batch = image_batch(cfg)
+    fn = funcsac.update if impl == "funcsac-eager" else funcsac.compile_update()
+    step = stepper(fn, funcsac.init_state(cfg, seed=0), batch)
+    flops = count_flops(stepper(funcsac.update, funcsac.init_state(cfg, seed=0), batch))
+    step()  # the compile, and the first call's allocations
+    benchmark.pedantic(step, rounds=5, warmup_rounds=1)
+    benchmark.extra_info.update(gflop=flops / 1e9,
+                                gflop_per_s=flops / benchmark.stats.stats.median / 1e9)
+
+
+def test_image_act(benchmark, device):
+    benchmark.group = f"images {device.type}"
+    cfg = drq_config(device)
+    state = funcsac.init_state(cfg, seed=0)
+    obs = image_batch(cfg, 1).obs[0]
+    key = funcsac.keys.make_key(0, device)
+    benchmark(lambda: funcsac.act(state, obs, deterministic=False, key=key))
