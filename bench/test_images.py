@@ -53,3 +53,25 @@ def test_image_act(benchmark, device):
     obs = image_batch(cfg, 1).obs[0]
     key = funcsac.keys.make_key(0, device)
     benchmark(lambda: funcsac.act(state, obs, deterministic=False, key=key))
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "HalfCheetah-v5"])
+def test_pixel_env_step(benchmark, env_id):
+    """One step of an env observed through 84x84 frames, 3 stacked (``--pixels``): the physics,
+    the rendering (MuJoCo: EGL, or ``MUJOCO_GL``), the resize and the stacking."""
+    if env_id.startswith("HalfCheetah"):
+        pytest.importorskip("mujoco")
+    from funcsac.driver.envs.make import Pixels, make_eval_env
+    benchmark.group = "pixel env step"
+    env = make_eval_env(env_id, pixels=Pixels(84, 3))
+    env.reset(seed=0)
+    action = env.action_space.sample()
+
+    def step():
+        if env.step(action)[2]:
+            env.reset()
+
+    try:
+        benchmark.pedantic(step, rounds=200, warmup_rounds=10)
+    finally:
+        env.close()

@@ -23,13 +23,12 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     normal ``noise [B, act_dim]`` is given or drawn with ``key``."""
     cfg = state.config
     device = torch.device(cfg.device)
-    dims = cfg.image_shape or (cfg.obs_dim,)
+    dims = cfg.obs_shape
     if tuple(obs.shape[-len(dims):]) != dims or obs.dim() not in (len(dims), len(dims) + 1):
         raise ValueError(f"obs: expected shape [B, {', '.join(map(str, dims))}] or "
                          f"{list(dims)}, got {list(obs.shape)}")
-    obs_dtype = torch.uint8 if cfg.image_shape else cfg.dtype
-    if obs.dtype != obs_dtype:
-        raise ValueError(f"obs: expected dtype {obs_dtype}, got {obs.dtype}")
+    if obs.dtype != cfg.obs_dtype:
+        raise ValueError(f"obs: expected dtype {cfg.obs_dtype}, got {obs.dtype}")
     if obs.device.type != device.type:
         raise ValueError(f"obs: expected device {cfg.device}, got {obs.device}")
     if not deterministic and key is None and noise is None:

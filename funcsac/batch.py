@@ -60,10 +60,9 @@ def check_batch_structure(batch, config: SACConfig) -> None:
     obs = batch.obs
     b = obs.shape[0] if isinstance(obs, torch.Tensor) and obs.dim() else None
     action = (POLICIES[config.policy].action_size(config.act_dim),)
-    obs_dims = config.image_shape or (config.obs_dim,)
+    obs_dims = config.obs_shape
     trailing = {"obs": obs_dims, "action": action, "reward": (), "next_obs": obs_dims,
                 "terminated": (), "horizon": (), "weight": ()}
-    images = torch.uint8 if config.image_shape else None
     device = torch.device(config.device)
     for field, dims in trailing.items():
         x = getattr(batch, field)
@@ -74,7 +73,7 @@ def check_batch_structure(batch, config: SACConfig) -> None:
         if b is None or x.dim() != 1 + len(dims) or x.shape[0] != b or tuple(x.shape[1:]) != dims:
             _fail(field, f"shape {want()}", _shape(x.shape))
         allowed = ((config.dtype, torch.bool) if field == "terminated" else
-                   (images,) if images and field in ("obs", "next_obs") else (config.dtype,))
+                   (config.obs_dtype,) if field in ("obs", "next_obs") else (config.dtype,))
         if x.dtype not in allowed:
             _fail(field, "dtype " + " or ".join(map(str, allowed)), str(x.dtype))
         if x.device.type != device.type or (device.index is not None and x.device != device):

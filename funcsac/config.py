@@ -126,6 +126,16 @@ class SACConfig:
         return algorithm_of(self).critic_outputs(self)
 
     @property
+    def obs_dtype(self) -> torch.dtype:
+        """The dtype of observations: ``uint8`` for images, else ``dtype``."""
+        return torch.uint8 if self.image_shape else self.dtype
+
+    @property
+    def obs_shape(self) -> tuple:
+        """The shape of one observation: ``image_shape``, or ``(obs_dim,)``."""
+        return self.image_shape or (self.obs_dim,)
+
+    @property
     def temperature_betas(self) -> tuple:
         """The temperature's Adam betas: ``alpha_adam_betas``, or ``adam_betas`` if empty."""
         return self.alpha_adam_betas or self.adam_betas

@@ -62,7 +62,9 @@ def _check_without_funcsac(agent, path, fmt, folder):
     rng = np.random.default_rng(0)
     expected = {}
     for b in (1, 7):
-        obs = (rng.standard_normal((b, agent.spec.obs_dim)) * 2).astype(np.float32)
+        shape = (b, *agent.spec.obs_shape)
+        obs = (rng.integers(0, 256, shape, dtype=np.uint8) if agent.spec.image_shape
+               else (rng.standard_normal(shape) * 2).astype(np.float32))
         np.save(folder / f"obs{b}.npy", obs)
         expected[b] = agent.act(obs)
     subprocess.run([sys.executable, "-c", LOAD_WITHOUT_FUNCSAC, fmt, str(path), str(folder)],

@@ -14,12 +14,13 @@ from ..config import SACConfig
 from ..networks import NETWORKS
 from ..registry import algorithm_help
 from ..state import HParams
+from .envs.make import Pixels
 from .validate import check_train_config
 
 # SACConfig fields that come from the environment or are code, not settings (device and dtype are
 # run settings, as strings)
 _AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype",
-                   "policy", "image_shape", "image_pad", "encoder_factory"}
+                   "policy", "image_shape", "encoder_factory"}
 AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
 
 # settings a resumed run may change: its length, logging, the permission to learn from another
@@ -43,7 +44,7 @@ class TrainConfig:
 
     # the run
     env_id: str = setting("Pendulum-v1", "gymnasium environment id (Box or Discrete actions, "
-                          "flat Box observations)")
+                          "flat Box observations, or rendered frames with pixels)")
     total_steps: int = setting(
         15_000,
         "environment steps in all (each vector step counts num_envs)")
@@ -63,6 +64,14 @@ class TrainConfig:
         "same-step",
         "vector env autoreset: same-step (final_obs in infos) or next-step (gymnasium's default; "
         "the reset step is skipped)")
+    pixels: bool = setting(
+        False,
+        "observe rendered frames instead of the env's observations: image_size x image_size "
+        "RGB, the last frame_stack frames stacked (uint8), through DrQ's encoder")
+    image_size: int = setting(84, "with pixels: the side of a frame in pixels")
+    frame_stack: int = setting(3, "with pixels: frames stacked into one observation")
+    image_features: int = setting(
+        50, "with pixels: the encoder's features, which the actor and the critics take")
     buffer_size: int = setting(1_000_000, "replay buffer capacity in transitions")
     batch_size: int = setting(256, "transitions per gradient step")
     learning_starts: int = setting(
@@ -203,6 +212,10 @@ class TrainConfig:
         SACConfig.normalize_obs,
         "normalise observations by their running mean and std (kept in the agent's state and "
         "checkpoints, applied when acting, training and in exports)")
+    image_pad: int = setting(
+        SACConfig.image_pad,
+        "with pixels: each gradient step shifts the frames by up to this many pixels (DrQ; 0: "
+        "none)")
     scale_rewards: bool = setting(
         SACConfig.scale_rewards,
         "divide rewards by the running std of the discounted return (as SB3's VecNormalize)")
@@ -222,12 +235,24 @@ class TrainConfig:
                 object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
         check_train_config(self)
 
-    def sac_config(self, obs_dim: int, act_dim: int, policy: str = "tanh_gaussian") -> SACConfig:
+    def sac_config(self, obs_dim: int, act_dim: int, policy: str = "tanh_gaussian",
+                   image_shape: tuple = ()) -> SACConfig:
         """The agent's SACConfig for an environment's observation and action sizes and the
-        policy family its action space needs (``EnvSpec.policy``)."""
+        policy family its action space needs (``EnvSpec.policy``); with an ``image_shape``, the
+        encoder's ``image_features`` take the place of ``obs_dim``."""
         fields = {f.name: getattr(self, f.name) for f in AGENT_FIELDS}
-        return SACConfig(obs_dim=obs_dim, act_dim=act_dim, policy=policy, device=self.device,
-                         dtype=getattr(torch, self.dtype), **fields)
+        return SACConfig(obs_dim=self.image_features if image_shape else obs_dim,
+                         act_dim=act_dim, policy=policy, device=self.device,
+                         dtype=getattr(torch, self.dtype), image_shape=image_shape, **fields)
+
+    def agent_config(self, spec) -> SACConfig:
+        """The agent's SACConfig for an environment's spaces (an ``EnvSpec``)."""
+        return self.sac_config(spec.obs_dim, spec.act_dim, spec.policy, spec.image_shape)
+
+    @property
+    def pixel_settings(self):
+        """The frames a ``pixels`` run observes (``envs.make.Pixels``), else ``None``."""
+        return Pixels(self.image_size, self.frame_stack) if self.pixels else None
 
     @property
     def offline_rows(self) -> int:

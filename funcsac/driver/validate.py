@@ -1,6 +1,8 @@
 """Checks of a ``TrainConfig``'s run settings (its agent fields are checked by ``SACConfig``)."""
 from __future__ import annotations
 
+import os
+
 from ..config import check_device
 from .run.agents import parse_sweep
 
@@ -14,7 +16,7 @@ def check_train_config(config) -> None:
             raise ValueError(f"TrainConfig.{name} must be a string, got "
                              f"{getattr(config, name)!r}")
     for name in ("async_envs", "compile", "compile_in_background", "progress", "prioritized",
-                 "offline_any_env"):
+                 "offline_any_env", "pixels"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"TrainConfig.{name} must be true or false, got "
                              f"{getattr(config, name)!r}")
@@ -45,6 +47,7 @@ def check_train_config(config) -> None:
             raise ValueError(f"TrainConfig.{name} must be a number in [{low}, {high}], got "
                              f"{value!r}")
     _check_offline(config)
+    _check_pixels(config)
     if config.dtype not in ("float32", "float64"):
         raise ValueError("TrainConfig.dtype must be 'float32' or 'float64', got "
                          f"{config.dtype!r}")
@@ -52,6 +55,31 @@ def check_train_config(config) -> None:
     if config.batch_size > config.buffer_size:
         raise ValueError(f"TrainConfig.batch_size ({config.batch_size}) must not exceed "
                          f"buffer_size ({config.buffer_size})")
+
+
+def _check_pixels(config) -> None:
+    """Frame sizes, and what pixel runs do not take: n-step returns, offline data, observation
+    normalisation; a replay buffer that fits in 80% of this machine's memory."""
+    for name in ("image_size", "frame_stack", "image_features"):
+        _positive_int(name, getattr(config, name))
+    if not config.pixels:
+        return
+    if config.image_size < 15:
+        raise ValueError(f"TrainConfig.image_size must be at least 15 pixels (DrQ's encoder), "
+                         f"got {config.image_size}")
+    for name, off in (("n_step", 1), ("offline_data", ""), ("normalize_obs", False)):
+        if getattr(config, name) != off:
+            raise ValueError(f"TrainConfig.{name} is not supported with pixels=True (got "
+                             f"{getattr(config, name)!r})")
+    row = 2 * 3 * config.frame_stack * config.image_size ** 2  # obs and next_obs, uint8
+    need = config.buffer_size * config.num_seeds * max(1, len(parse_sweep(config.sweep)[1])) * row
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > 0.8 * memory:
+        raise ValueError(f"TrainConfig.buffer_size {config.buffer_size}: a replay buffer of "
+                         f"{config.frame_stack} stacked {config.image_size}x{config.image_size} "
+                         f"RGB frames takes {row} bytes a transition, {need / 2**30:.1f} GiB for "
+                         f"all agents, more than 80% of this machine's {memory / 2**30:.1f} GiB "
+                         "(DrQ keeps 100,000 transitions: 11.8 GiB)")
 
 
 def _check_offline(config) -> None:

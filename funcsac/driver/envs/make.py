@@ -1,10 +1,14 @@
 """Gymnasium environments made for training, evaluation and video."""
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 from typing import Optional
 
 import gymnasium as gym
+import numpy as np
+import torch
 
 AutoresetMode = gym.vector.AutoresetMode
 
@@ -12,11 +16,59 @@ AutoresetMode = gym.vector.AutoresetMode
 ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d"}
 
 
-def _make(env_id: str, **kwargs):
+@dataclasses.dataclass(frozen=True)
+class Pixels:
+    """Observations made of rendered frames: each ``size x size`` RGB, the last ``frames`` of
+    them stacked along the channels, ``uint8 [3 * frames, size, size]``."""
+
+    size: int = 84
+    frames: int = 3
+
+
+def _resized(frame: np.ndarray, size: int) -> np.ndarray:
+    """An ``[H, W, 3]`` frame averaged down (or up) to ``[size, size, 3]``."""
+    if frame.shape[:2] == (size, size):
+        return frame
+    x = torch.from_numpy(np.ascontiguousarray(frame)).permute(2, 0, 1)[None].float()
+    x = torch.nn.functional.interpolate(x, size=(size, size), mode="area")
+    return x[0].permute(1, 2, 0).round().clamp(0, 255).to(torch.uint8).numpy()
+
+
+def pixel_env(env: gym.Env, pixels: Pixels) -> gym.Env:
+    """``env`` (made with ``render_mode="rgb_array"``) observed through its frames
+    (``Pixels``); gymnasium's ``AddRenderObservation`` and ``FrameStackObservation`` (the first
+    frame repeated at a reset)."""
+    size, frames = pixels.size, pixels.frames
+    env = gym.wrappers.AddRenderObservation(env, render_only=True)
+    env = gym.wrappers.TransformObservation(
+        env, lambda f: _resized(f, size), gym.spaces.Box(0, 255, (size, size, 3), np.uint8))
+    env = gym.wrappers.FrameStackObservation(env, frames)
+    channels_first = gym.spaces.Box(0, 255, (3 * frames, size, size), np.uint8)
+    return gym.wrappers.TransformObservation(
+        env, lambda x: np.ascontiguousarray(x.transpose(0, 3, 1, 2)).reshape(
+            3 * frames, size, size), channels_first)
+
+
+def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
+    """``gym.make``'s arguments for rendering frames: MuJoCo envs render at the frame size
+    (headless, through EGL unless ``MUJOCO_GL`` says otherwise)."""
+    kwargs = {"render_mode": "rgb_array"}
+    if "mujoco" in str(gym.spec(env_id).entry_point):
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        kwargs.update(width=pixels.size, height=pixels.size)
+    return kwargs
+
+
+def _make(env_id: str, pixels: Optional[Pixels] = None, **kwargs):
     try:
+        if pixels is not None:
+            kwargs.update(_render_kwargs(env_id, pixels))
         if "num_envs" in kwargs:
+            if pixels is not None:
+                kwargs["wrappers"] = [lambda env: pixel_env(env, pixels)]
             return gym.make_vec(env_id, **kwargs)
-        return gym.make(env_id, **kwargs)
+        env = gym.make(env_id, **kwargs)
+        return env if pixels is None else pixel_env(env, pixels)
     except gym.error.DependencyNotInstalled as e:
         extra = next((x for k, x in ENV_EXTRAS.items() if k in str(e).lower()), None)
         hint = f"pip install 'funcsac[{extra}]'" if extra else "install what it names"
@@ -26,17 +78,21 @@ def _make(env_id: str, **kwargs):
 
 
 def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False,
-                    mode: str = "same-step"):
+                    mode: str = "same-step", pixels: Optional[Pixels] = None):
     """A vector env; ``mode`` "same-step" resets finished sub-environments within the step
-    (``final_obs`` in the infos, no env step spent on resets), "next-step" on the next step."""
+    (``final_obs`` in the infos, no env step spent on resets), "next-step" on the next step;
+    with ``pixels``, observed through rendered frames (``pixel_env``)."""
     autoreset = AutoresetMode.SAME_STEP if mode == "same-step" else AutoresetMode.NEXT_STEP
-    return _make(env_id, num_envs=num_envs, vectorization_mode="async" if asynchronous else "sync",
+    return _make(env_id, pixels, num_envs=num_envs,
+                 vectorization_mode="async" if asynchronous else "sync",
                  vector_kwargs={"autoreset_mode": autoreset})
 
 
-def make_eval_env(env_id: str, render_mode: Optional[str] = None):
-    """A single environment for evaluation (rendering frames with ``render_mode="rgb_array"``)."""
-    return _make(env_id, **({"render_mode": render_mode} if render_mode else {}))
+def make_eval_env(env_id: str, render_mode: Optional[str] = None,
+                  pixels: Optional[Pixels] = None):
+    """A single environment for evaluation (rendering frames with ``render_mode="rgb_array"``,
+    as one with ``pixels`` always does)."""
+    return _make(env_id, pixels, **({"render_mode": render_mode} if render_mode else {}))
 
 
 def record_video(env, folder: Path, prefix: str):

@@ -11,7 +11,8 @@ import torch
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
     """What the agent needs to know of an environment: sizes and the action bounds. A discrete
-    action space of ``act_dim`` actions has ``low == high - act_dim + 1 == [start]``."""
+    action space of ``act_dim`` actions has ``low == high - act_dim + 1 == [start]``. Image
+    observations (``uint8 [C, H, W]``) have their ``image_shape`` and ``obs_dim`` 0."""
 
     obs_dim: int
     act_dim: int
@@ -19,6 +20,12 @@ class EnvSpec:
     high: np.ndarray
     action_dtype: str = "float32"
     discrete: bool = False
+    image_shape: tuple = ()
+
+    @property
+    def obs_shape(self) -> tuple:
+        """One observation's shape: ``image_shape``, or ``(obs_dim,)``."""
+        return self.image_shape or (self.obs_dim,)
 
     @property
     def policy(self) -> str:
@@ -34,20 +41,27 @@ class EnvSpec:
         """Plain values (JSON-serialisable), as checkpoints keep them."""
         return {"obs_dim": self.obs_dim, "act_dim": self.act_dim, "low": self.low.tolist(),
                 "high": self.high.tolist(), "action_dtype": self.action_dtype,
-                "discrete": self.discrete}
+                "discrete": self.discrete, "image_shape": list(self.image_shape)}
 
     @classmethod
     def from_dict(cls, values: dict) -> "EnvSpec":
         return cls(int(values["obs_dim"]), int(values["act_dim"]),
                    np.asarray(values["low"], np.float64), np.asarray(values["high"], np.float64),
-                   str(values["action_dtype"]), bool(values.get("discrete", False)))
+                   str(values["action_dtype"]), bool(values.get("discrete", False)),
+                   tuple(int(n) for n in values.get("image_shape", ())))
 
 
 def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
     """Raise ``ValueError`` unless actions are a bounded 1-D Box or a Discrete space and
-    observations a 1-D Box."""
+    observations a 1-D Box or ``uint8`` images ``[C, H, W]`` (``--pixels``)."""
     supported = ("funcsac supports a 1-D Box action space with finite bounds (SAC) or a "
-                 "Discrete one (discrete SAC), and a 1-D Box observation space")
+                 "Discrete one (discrete SAC), and a 1-D Box observation space or uint8 "
+                 "images of shape [channels, height, width] (--pixels)")
+    images = (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3
+              and obs_space.dtype == np.uint8)
+    if images:
+        spec = check_spaces(env_id, gym.spaces.Box(-1.0, 1.0, (1,)), act_space)
+        return dataclasses.replace(spec, obs_dim=0, image_shape=tuple(obs_space.shape))
     if isinstance(act_space, gym.spaces.Discrete) and isinstance(obs_space, gym.spaces.Box) \
             and len(obs_space.shape) == 1:
         start = np.array([float(act_space.start)])

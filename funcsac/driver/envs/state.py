@@ -11,6 +11,7 @@ fresh episode, with a warning.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import sys
 from typing import Callable, Dict, List, Optional
@@ -149,17 +150,33 @@ def load_mujoco(env, data: EnvData) -> None:
             target[...] = saved
 
 
+def save_frame_stack(layer) -> EnvData:
+    """A ``FrameStackObservation``'s attributes and the frames it holds."""
+    return {**save_attributes(layer), "obs_queue": list(layer.obs_queue)}
+
+
+def load_frame_stack(layer, data: EnvData) -> None:
+    frames = data.pop("obs_queue")
+    load_attributes(layer, data)
+    layer.obs_queue = collections.deque(frames, maxlen=layer.stack_size)
+
+
 def _register_builtins() -> None:
     from gymnasium.envs import classic_control
-    from gymnasium.wrappers import (ClipAction, NormalizeObservation, NormalizeReward,
-                                    OrderEnforcing, PassiveEnvChecker, RescaleAction, TimeLimit)
+    from gymnasium.wrappers import (AddRenderObservation, ClipAction, FrameStackObservation,
+                                    NormalizeObservation, NormalizeReward, OrderEnforcing,
+                                    PassiveEnvChecker, RescaleAction, TimeLimit,
+                                    TransformObservation)
 
+    # TransformObservation's function is taken to be pure (``--pixels``' are)
     plain = (classic_control.PendulumEnv, classic_control.Continuous_MountainCarEnv,
              classic_control.CartPoleEnv, classic_control.AcrobotEnv,
              classic_control.MountainCarEnv, TimeLimit, OrderEnforcing, PassiveEnvChecker,
-             NormalizeObservation, NormalizeReward, ClipAction, RescaleAction)
+             NormalizeObservation, NormalizeReward, ClipAction, RescaleAction,
+             AddRenderObservation, TransformObservation)
     for cls in plain:
         register_env_state(cls, save_attributes, load_attributes)
+    register_env_state(FrameStackObservation, save_frame_stack, load_frame_stack)
 
 
 def _register_mujoco() -> None:

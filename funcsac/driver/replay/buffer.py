@@ -13,11 +13,12 @@ from .priority import PriorityTree, importance_weights
 Rows = Dict[str, torch.Tensor]
 
 
-def row_shapes(obs_dim: int, act_dim: int, n_step: int = 1) -> Dict[str, tuple]:
-    """Each stored field's shape per row. An n-step row keeps its ``n_step`` rewards (zero after
-    its ``horizon``, the steps it spans), so the discounted sum is taken at sampling time with
-    the agent's current gamma."""
-    shapes = {"obs": (obs_dim,), "action": (act_dim,), "reward": (), "next_obs": (obs_dim,),
+def row_shapes(obs_shape, act_dim: int, n_step: int = 1) -> Dict[str, tuple]:
+    """Each stored field's shape per row (``obs_shape``: an observation's shape, or its size).
+    An n-step row keeps its ``n_step`` rewards (zero after its ``horizon``, the steps it spans),
+    so the discounted sum is taken at sampling time with the agent's current gamma."""
+    obs = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
+    shapes = {"obs": obs, "action": (act_dim,), "reward": (), "next_obs": obs,
               "terminated": ()}
     if n_step > 1:
         shapes.update(reward=(n_step,), horizon=())
@@ -31,15 +32,19 @@ class ReplayBuffer:
     ``added - size <= t < added``) lives at position ``t % capacity``. With ``priority``
     (prioritized replay's ``(alpha, epsilon)``), rows are drawn in proportion to their priority
     ``(|td_error| + epsilon) ** alpha``; a new row gets the largest priority given so far.
+    Observations are kept in ``obs_dtype`` (default ``dtype``; ``uint8`` for images), the other
+    fields in ``dtype``.
     Priority writes wait in a queue and reach the tree in one ``set`` just before the next draw
     (or checkpoint), in the order they were made.
     """
 
-    def __init__(self, capacity: int, obs_dim: int, act_dim: int, device, dtype=torch.float32,
-                 n_step: int = 1, priority: Optional[tuple] = None):
+    def __init__(self, capacity: int, obs_shape, act_dim: int, device, dtype=torch.float32,
+                 n_step: int = 1, priority: Optional[tuple] = None, obs_dtype=None):
         self.capacity, self.n_step, self.priority = capacity, n_step, priority
-        self.data = {k: torch.zeros(capacity, *shape, device=device, dtype=dtype)
-                     for k, shape in row_shapes(obs_dim, act_dim, n_step).items()}
+        obs_dtype = obs_dtype or dtype
+        self.data = {k: torch.zeros(capacity, *shape, device=device,
+                                    dtype=obs_dtype if k in ("obs", "next_obs") else dtype)
+                     for k, shape in row_shapes(obs_shape, act_dim, n_step).items()}
         self.tree = PriorityTree(capacity, device) if priority else None
         self.max_priority = torch.ones((), dtype=torch.float64, device=device)
         self.pending = []  # (positions [k], priorities [k]) not yet in the tree

@@ -27,6 +27,7 @@ class Collector:
         self.config, self.spec, self.family, self.envs = config, spec, family, envs
         self.buffers, self.nstep, self.progress, self.timings = buffers, nstep, progress, timings
         self.dtype, self.device = sac_config.dtype, torch.device(sac_config.device)
+        self.obs_dtype = sac_config.obs_dtype
         self.agents = len(buffers)
         self.mode = autoreset_mode(envs)
         self.gammas = gammas  # [agents * num_envs]: each sub-env's agent's discount
@@ -45,8 +46,8 @@ class Collector:
                 action = self.family.random_action(z)
             else:
                 with torch.no_grad():
-                    obs_t = torch.as_tensor(p.obs, dtype=self.dtype,
-                                            device=self.device).reshape(A, n, -1)
+                    obs_t = torch.as_tensor(p.obs, dtype=self.obs_dtype,
+                                            device=self.device).reshape(A, n, *spec.obs_shape)
                     z = z.to(self.dtype)
                     action = self.sample_fn(state, obs_t[0] if A == 1 else obs_t,
                                             z[0] if A == 1 else z)

@@ -69,8 +69,9 @@ def replay_buffer(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
     """An empty replay buffer of the run's rows (``capacity`` default: ``buffer_size``)."""
     priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
                 else None)
-    return ReplayBuffer(capacity or config.buffer_size, spec.obs_dim, spec.action_size,
-                        torch.device(sac_config.device), sac_config.dtype, config.n_step, priority)
+    return ReplayBuffer(capacity or config.buffer_size, spec.obs_shape, spec.action_size,
+                        torch.device(sac_config.device), sac_config.dtype, config.n_step, priority,
+                        sac_config.obs_dtype)
 
 
 def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
@@ -80,7 +81,7 @@ def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
     def one_row():
         buffer = replay_buffer(config, spec, sac_config, capacity=1)
         buffer.add({k: torch.zeros(1, *shape) for k, shape in
-                    row_shapes(spec.obs_dim, spec.action_size, config.n_step).items()})
+                    row_shapes(spec.obs_shape, spec.action_size, config.n_step).items()})
         return buffer
 
     key = torch.zeros(num_agents, 2, dtype=torch.int64, device=sac_config.device)
@@ -218,7 +219,7 @@ def build_request(config: TrainConfig, spec: EnvSpec, name: str, path: Path) -> 
     """What a child process needs to build the run's step (plain values): the run's
     configuration, its environment's spec, the modules to import and the step's store name and
     path."""
-    sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
+    sac_config = config.agent_config(spec)
     return {"config": config.to_dict(), "env": spec.to_dict(), "name": name, "path": str(path),
             "modules": _code_modules(sac_config)}
 
@@ -228,7 +229,7 @@ def requested_step(request: dict) -> Tuple[Callable, tuple, str]:
     for module in request["modules"]:
         importlib.import_module(module)
     config, spec = TrainConfig.from_dict(request["config"]), EnvSpec.from_dict(request["env"])
-    sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
+    sac_config = config.agent_config(spec)
     agents = len(agent_specs(config.seed, config.num_seeds, config.sweep))
     fn, name = step_function(config, agents)
     return fn, (initial_state(config, sac_config),

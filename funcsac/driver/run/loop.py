@@ -90,9 +90,10 @@ class Run:
         self.agents = agent_specs(config.seed, config.num_seeds, config.sweep)
         self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
         self.envs = make_vector_env(config.env_id, len(self.agents) * config.num_envs,
-                                    config.async_envs, config.autoreset_mode)
+                                    config.async_envs, config.autoreset_mode,
+                                    config.pixel_settings)
         try:
-            self.eval_env = make_eval_env(config.env_id)
+            self.eval_env = make_eval_env(config.env_id, pixels=config.pixel_settings)
             self._setup(payload, callbacks)
         except BaseException:
             self.close()
@@ -101,7 +102,7 @@ class Run:
     def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
         config, A, n = self.config, len(self.agents), self.config.num_envs
         self.spec = env_spec(self.envs)
-        sac_config = config.sac_config(self.spec.obs_dim, self.spec.act_dim, self.spec.policy)
+        sac_config = config.agent_config(self.spec)
         self.device = torch.device(sac_config.device)
         # offline data (RLPD): one buffer of the dataset's rows that every agent samples from;
         # read again on resume, not checkpointed. Read first, so a bad dataset fails the run

@@ -40,8 +40,8 @@ def retune(state: SACState, config: TrainConfig, saved: dict, spec) -> tuple:
     """``(state, changed)``: ``state`` with the dynamic hyperparameters whose configured value
     differs from the checkpoint's config ``saved`` set to the new value (for every agent; a
     sweep's own values stay), and those new values by name."""
-    new = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
-    old = TrainConfig.from_dict(saved).sac_config(spec.obs_dim, spec.act_dim, spec.policy)
+    new = config.agent_config(spec)
+    old = TrainConfig.from_dict(saved).agent_config(spec)
     swept, _ = parse_sweep(config.sweep)
     changed = {k: getattr(new, k) for k in HParams._fields
                if k != swept and getattr(old, k) != getattr(new, k)}

@@ -35,7 +35,7 @@ def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step
         done, total, length = False, 0.0, 0
         while not done:
             with torch.no_grad():
-                a = act(state, torch.as_tensor(obs, dtype=cfg.dtype, device=cfg.device))
+                a = act(state, torch.as_tensor(obs, dtype=cfg.obs_dtype, device=cfg.device))
             obs, reward, terminated, truncated, _ = env.step(
                 scale_action(a.cpu().numpy(), spec))
             total += float(reward)
@@ -56,7 +56,8 @@ def evaluate_agent(agent, episodes: int, seed: Optional[int] = None,
     results = []
     for i in range(len(agent)):
         one = agent[i]
-        env = make_eval_env(one.config.env_id, render_mode="rgb_array" if video_dir else None)
+        env = make_eval_env(one.config.env_id, render_mode="rgb_array" if video_dir else None,
+                            pixels=one.config.pixel_settings)
         try:
             if video_dir is not None:
                 env = record_video(env, Path(video_dir), f"agent{i}")

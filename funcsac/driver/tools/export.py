@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ...encoders import prepare_images
+from ...networks import apply_encoder
 from ...normalize import RunningStats, normalize_obs
 from ...registry import POLICIES
 from ...state import Static
@@ -20,19 +22,22 @@ FORMATS = ("torch-export", "onnx")
 
 
 class Policy(nn.Module):
-    """One agent's deterministic policy: ``obs [B, obs_dim]`` (float32) -> action ``[B, act_dim]``
-    in the environment's bounds and the action space's dtype (discrete actions: ``[B]``), as
-    its policy family's ``act`` computes it. The actor's tensors are buffers in the agent's
-    dtype, which the computation uses."""
+    """One agent's deterministic policy: ``obs [B, obs_dim]`` (float32; a pixels run's:
+    ``uint8 [B, C, H, W]``, through its encoder) -> action ``[B, act_dim]`` in the environment's
+    bounds and the action space's dtype (discrete actions: ``[B]``), as its policy family's
+    ``act`` computes it. The actor's and the encoder's tensors are buffers in the agent's dtype,
+    which the computation uses."""
 
     def __init__(self, static: Static, params: dict, spec: EnvSpec,
-                 obs_stats: Optional[RunningStats] = None):
+                 obs_stats: Optional[RunningStats] = None, encoder: Optional[dict] = None):
         super().__init__()
         # not a submodule: the weightless templates (on the meta device) are no part of the state
         object.__setattr__(self, "static", static)
-        self.names = tuple(params)
+        self.names, self.encoder_names = tuple(params), tuple(encoder or {})
         for i, tensor in enumerate(params.values()):
             self.register_buffer(f"param_{i}", tensor)
+        for i, tensor in enumerate((encoder or {}).values()):
+            self.register_buffer(f"encoder_{i}", tensor)
         self.normalize = obs_stats is not None
         if self.normalize:  # the running statistics, as the agent's act applies them
             self.register_buffer("obs_mean", obs_stats.mean)
@@ -42,6 +47,10 @@ class Policy(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         params = {name: getattr(self, f"param_{i}") for i, name in enumerate(self.names)}
+        if self.encoder_names:
+            encoder = {name: getattr(self, f"encoder_{i}")
+                       for i, name in enumerate(self.encoder_names)}
+            obs = apply_encoder(self.static.encoder, encoder, prepare_images(obs, self.dtype))
         obs = _as_dtype(obs, self.dtype)
         if self.normalize:
             obs = normalize_obs({"obs": RunningStats(None, self.obs_mean, self.obs_var)}, obs)
@@ -67,18 +76,20 @@ def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
         raise ValueError(f"this run has {len(agent)} agents; export one of them: agent[i] or "
                          "agent_index=i (--agent I on the command line)")
     state = agent.state
-    params = {name: t.detach().to("cpu", copy=True) for name, t in state.actor.items()}
+    on_cpu = lambda tensors: {n: t.detach().to("cpu", copy=True)  # noqa: E731
+                              for n, t in tensors.items()}
     stats = state.norm.get("obs")
     if stats is not None:
         stats = RunningStats(*(t.detach().to("cpu", copy=True) for t in stats))
-    return Policy(state.static, params, agent.spec, stats)
+    return Policy(state.static, on_cpu(state.actor), agent.spec, stats, on_cpu(state.encoder))
 
 
 def export_policy(agent, path: Union[str, Path], fmt: str,
                   agent_index: Optional[int] = None) -> Path:
     """Write the deterministic policy of ``agent`` to ``path`` in format ``fmt``: "torch-export"
     (load with ``torch.export.load(path).module()``) or "onnx" (input "obs", output "action");
-    either takes float32 ``obs [B, obs_dim]`` for any batch size ``B``. Returns ``path``."""
+    either takes float32 ``obs [B, obs_dim]`` (a pixels run's: ``uint8 [B, C, H, W]``) for any
+    batch size ``B``. Returns ``path``."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fmt == "onnx":
@@ -93,7 +104,8 @@ def export_policy(agent, path: Union[str, Path], fmt: str,
         raise ValueError(f"cannot write {path}: the folder {path.parent} does not exist")
     module = policy_module(agent, agent_index).eval()
     # a batch of 2: torch.export specialises a dimension whose example size is 1
-    example = torch.zeros(2, agent.spec.obs_dim, dtype=torch.float32)
+    example = torch.zeros(2, *agent.spec.obs_shape,
+                          dtype=torch.uint8 if agent.spec.image_shape else torch.float32)
     dynamic_shapes = ({0: torch.export.Dim("batch")},)
     if fmt == "torch-export":
         program = torch.export.export(module, (example,), dynamic_shapes=dynamic_shapes)

@@ -50,7 +50,8 @@ class Agent:
         return AgentSeeds.of(self.agent_specs[0].seed, self.config.num_envs).eval
 
     def act(self, obs, deterministic: bool = True, key: Optional[torch.Tensor] = None):
-        """Actions in the environment's bounds for ``obs [B, obs_dim]`` or ``[obs_dim]``, numpy
+        """Actions in the environment's bounds for ``obs [B, obs_dim]`` or ``[obs_dim]`` (a
+        pixels run: ``uint8 [B, C, H, W]`` or ``[C, H, W]``, as its env returns them), numpy
         (returned as numpy in the action space's dtype) or torch (returned as a tensor on the
         agent's device). Stochastic actions draw from ``key``, else from the agent's own key,
         which advances with each call."""
@@ -58,7 +59,7 @@ class Agent:
             raise ValueError(f"this run has {len(self)} agents; act with one of them: agent[i]")
         cfg = self.state.config
         as_numpy = not isinstance(obs, torch.Tensor)
-        obs_t = torch.as_tensor(np.asarray(obs) if as_numpy else obs, dtype=cfg.dtype,
+        obs_t = torch.as_tensor(np.asarray(obs) if as_numpy else obs, dtype=cfg.obs_dtype,
                                 device=cfg.device)
         if not deterministic and key is None:
             if self.key is None:
@@ -88,7 +89,7 @@ def load(run_dir: Union[str, Path], device: str = "cpu") -> Agent:
         raise CheckpointError(f"{run_dir / CHECKPOINT} holds no valid run configuration "
                               f"({e})") from e
     spec = _saved_spec(payload, config)
-    sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
+    sac_config = config.agent_config(spec)
     specs = agent_specs(config.seed, config.num_seeds, config.sweep)
     template = stack([init_state(sac_config, seed=0) for _ in specs])
     state = restore_state(template, payload["agent"])
@@ -103,7 +104,7 @@ def _saved_spec(payload: dict, config: TrainConfig) -> EnvSpec:
             return EnvSpec.from_dict(payload["env_spec"])
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"checkpoint's environment description is malformed ({e})") from e
-    envs = make_vector_env(config.env_id, 1)
+    envs = make_vector_env(config.env_id, 1, pixels=config.pixel_settings)
     try:
         return env_spec(envs)
     finally:
