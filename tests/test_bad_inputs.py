@@ -33,6 +33,7 @@ OUT_OF_RANGE = {
     "offline_data": "data\0.npz",  # a missing file is refused when the run starts (test_offline)
     "network": "resnet", "actor_hidden_sizes": (0,), "reset_every": -1,
     "alpha_adam_betas": (0.9, 1.0), "target_entropy_scale": math.inf,
+    "image_size": 0, "frame_stack": 0, "image_features": 0, "image_pad": -1,
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
 

@@ -21,7 +21,7 @@ from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
 
 def _buffer_rows(run_dir):
     manifest = load_checkpoint(run_dir / "checkpoint.pt")["buffers"][0]
-    buffer = ReplayBuffer(manifest["capacity"], obs_dim=2, act_dim=1, device="cpu")
+    buffer = ReplayBuffer(manifest["capacity"], obs_shape=2, act_dim=1, device="cpu")
     load_buffer(run_dir, 0, buffer, manifest)
     rows = buffer.rows(buffer.oldest, buffer.added)
     return rows["obs"], rows["next_obs"], rows["reward"], rows["terminated"]
@@ -44,7 +44,7 @@ def test_autoreset_transitions(tmp_path, mode):
 
 
 def test_buffer_ring_and_sampling(tmp_path):
-    buf = ReplayBuffer(5, obs_dim=1, act_dim=1, device="cpu")
+    buf = ReplayBuffer(5, obs_shape=1, act_dim=1, device="cpu")
     def rows(lo, hi):
         column = torch.arange(lo, hi, dtype=torch.float32)
         return {k: column[:, None] if k in ("obs", "action", "next_obs") else column

@@ -50,7 +50,7 @@ def test_nstep_queue_matches_a_hand_table():
 
 def _held_rows(run_dir, n_step):
     manifest = load_checkpoint(run_dir / "checkpoint.pt")["buffers"][0]
-    buffer = ReplayBuffer(manifest["capacity"], obs_dim=2, act_dim=1, device="cpu", n_step=n_step)
+    buffer = ReplayBuffer(manifest["capacity"], obs_shape=2, act_dim=1, device="cpu", n_step=n_step)
     load_buffer(run_dir, 0, buffer, manifest)
     return buffer, buffer.rows(buffer.oldest, buffer.added)
 
@@ -140,7 +140,7 @@ def test_compiled_update_with_aux_equals_eager(backend):
 
 
 def test_prioritized_buffer_draws_by_priority_and_weighs_by_hand():
-    buffer = ReplayBuffer(4, obs_dim=1, act_dim=1, device="cpu", priority=(1.0, 0.0))
+    buffer = ReplayBuffer(4, obs_shape=1, act_dim=1, device="cpu", priority=(1.0, 0.0))
     buffer.add({k: torch.arange(4.0)[:, None] if k in ("obs", "action", "next_obs")
                 else torch.zeros(4) for k in ("obs", "action", "reward", "next_obs", "terminated")})
     # new rows get the largest priority so far (1): uniform
@@ -157,7 +157,7 @@ def test_prioritized_buffer_draws_by_priority_and_weighs_by_hand():
 
 def test_queued_priority_writes_equal_writes_in_call_order():
     rows = lambda n: {k: torch.zeros(n, *s) for k, s in row_shapes(1, 1).items()}  # noqa: E731
-    buffer = ReplayBuffer(6, obs_dim=1, act_dim=1, device="cpu", priority=(0.5, 0.1))
+    buffer = ReplayBuffer(6, obs_shape=1, act_dim=1, device="cpu", priority=(0.5, 0.1))
     tree, rng = PriorityTree(6, "cpu"), torch.Generator().manual_seed(0)
     for step in range(5):  # rows arrive, overwrite the ring, and get new priorities in between
         buffer.add(rows(step + 1))
