@@ -9,7 +9,7 @@ import funcsac
 from funcsac import keys
 from funcsac.driver.run.agents import stack, vmap_agents
 from funcsac.encoders import drq_encoder, prepare_images, random_shift
-from helpers import make_batch, reordered, small_config
+from helpers import BACKENDS, assert_compiled_equals_eager, make_batch, reordered, small_config
 from reference import ReferenceDrQ, assert_params_match, shifted, step_both
 
 IMAGE = (3, 20, 20)  # the default encoder leaves 32 x 3 x 3 features of it
@@ -29,14 +29,16 @@ def test_random_shift_is_a_replicate_padded_crop_at_the_drawn_offset(pad):
     assert torch.equal(out, expected)
 
 
-def test_random_shift_is_the_same_compiled_and_vmapped():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_shift_is_the_same_compiled_and_vmapped(backend):
     """Gathers only (no arithmetic on the pixels), so compiled, vmapped and looped agree
     exactly."""
     images = torch.randn(3, 5, 2, 12, 12)
     key = keys.split(keys.make_key(0), 3)
     looped = torch.stack([random_shift(images[i], key[i], 4) for i in range(3)])
     vmapped = torch.func.vmap(lambda x, k: random_shift(x, k, 4))(images, key)
-    compiled = torch.compile(lambda x, k: random_shift(x, k, 4), fullgraph=True)(images[0], key[0])
+    compiled = torch.compile(lambda x, k: random_shift(x, k, 4), fullgraph=True,
+                             backend=backend)(images[0], key[0])
     assert torch.equal(vmapped, looped)
     assert torch.equal(compiled, looped[0])
 
@@ -74,19 +76,12 @@ def test_the_actor_step_leaves_the_encoder_alone():
         assert torch.equal(new.encoder[k], v), k
 
 
-def test_compiled_image_update_equals_eager():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_image_update_equals_eager(backend):
     cfg = image_config()
-    state = funcsac.init_state(cfg, seed=0)
-    compiled_fn = torch.compile(funcsac.update, fullgraph=True)
-    eager = compiled = state
-    for step in range(2):
-        batch = make_batch(cfg, batch_size=8, seed=step)
-        eager, eager_metrics = funcsac.update(eager, batch)
-        compiled, metrics = compiled_fn(compiled, batch)
-    for name, value in eager_metrics.items():
-        torch.testing.assert_close(metrics[name], value, **reordered(torch.float32))
-    for k, v in eager.encoder.items():
-        torch.testing.assert_close(compiled.encoder[k], v, **reordered(torch.float32))
+    state = assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, batch_size=8, seed=step),
+                                         2, **reordered(torch.float32), backend=backend)
+    assert state.encoder
 
 
 def test_vmapped_agents_train_as_each_alone():

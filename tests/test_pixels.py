@@ -12,7 +12,7 @@ from funcsac.driver.tools.export import export_policy
 from helpers import TINY, crash_at_eval, eval_rows
 from test_export import _check_without_funcsac
 
-PIXELS = dict(env_id="Pendulum-v1", pixels=True, image_size=24, frame_stack=2,
+PIXELS = dict(env_id="Pendulum-v1", pixels=True, image_size=16, frame_stack=2,
               buffer_size=2_000, **TINY)
 
 
@@ -30,11 +30,11 @@ def test_the_env_stacks_its_last_frames_along_the_channels():
 
 
 def test_a_pixels_run_resumes_bit_for_bit_loads_and_acts(tmp_path, monkeypatch):
-    """The checkpoint at 300 falls mid-episode: the frame stack is part of the env's state."""
-    cfg = funcsac.TrainConfig(total_steps=400, learning_starts=200, eval_every=300,
-                              checkpoint_every=300, seed=3, **PIXELS)
+    """The checkpoint at 250 falls mid-episode: the frame stack is part of the env's state."""
+    cfg = funcsac.TrainConfig(total_steps=300, learning_starts=150, eval_every=250,
+                              checkpoint_every=250, seed=3, **PIXELS)
     straight = funcsac.train(cfg, tmp_path / "straight")
-    undo = crash_at_eval(monkeypatch, 400)
+    undo = crash_at_eval(monkeypatch, 300)
     with pytest.raises(RuntimeError, match="simulated crash"):
         funcsac.train(cfg, tmp_path / "crashed")
     undo()
@@ -54,7 +54,7 @@ def test_a_pixels_run_resumes_bit_for_bit_loads_and_acts(tmp_path, monkeypatch):
                                              fmt), fmt, folder)
 
     agent = funcsac.load(tmp_path / "straight")
-    env = make_eval_env("Pendulum-v1", pixels=Pixels(24, 2))
+    env = make_eval_env("Pendulum-v1", pixels=Pixels(16, 2))
     try:
         obs, _ = env.reset(seed=0)
         action = agent.act(obs)
