@@ -144,6 +144,10 @@ def static_for(config: SACConfig) -> Static:
         with torch.device("meta"):
             actor, (critic,) = _build(config, 1)
             encoder = _build_encoder(config)
+        if encoder is not None and any(n.startswith(ENCODER_PREFIX) for n in
+                                       critic.state_dict()):
+            raise ValueError(f"the critic has tensors named {ENCODER_PREFIX!r}..., the names "
+                             "the shared image encoder's take beside them; rename its submodule")
         on = config.weight_decay_on
         _STATICS[config] = Static(config, actor, critic, decay_mask(actor, on),
                                   decay_mask(critic, on), encoder,

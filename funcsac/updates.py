@@ -41,6 +41,12 @@ def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
     return {k: t + tau * (online[k] - t) for k, t in target.items()}
 
 
+def _polyak(target: Params, online: Params, names, tau: torch.Tensor) -> Params:
+    """``target`` with its trainable entries (``names``) moved towards ``online``'s
+    (``soft_update``); its other entries (buffers) kept."""
+    return {**target, **soft_update(trainable(target, names), online, tau)}
+
+
 def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, lr, cfg,
            *args):
     """Differentiate ``loss_fn(params, *args)`` with respect to the trainable entries of ``params``
@@ -97,32 +103,28 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         fns = loss_fns if loss_fns is not None else losses_for(cfg)
         if static.encoder is None:
             key, k_target, k_critic, k_actor = keys.split(state.key, 4)
-            target_q = fns.target(state, batch, k_target)
-            critic, critic_opt, c_norm, (c_loss, out) = _train(
-                fns.critic, state.critic, static.critic_trainable, state.critic_opt,
-                hp.critic_lr, cfg, static, batch.obs, batch.action, target_q, k_critic,
-                batch.weight)
-            encoder = target_encoder = {}
-        else:
+            loss_fn, params, mask = fns.critic, state.critic, static.critic_trainable
+            obs = batch.obs
+        else:  # the encoder trains with the critics, the targets read its target copy
             key, k_target, k_critic, k_actor, k_obs, k_next = keys.split(state.key, 6)
             next_obs = apply_encoder(static.encoder, state.target_encoder, prepare_images(
                 batch.next_obs, cfg.dtype, k_next, cfg.image_pad))
-            target_q = fns.target(state, batch._replace(next_obs=next_obs.detach()), k_target)
-            both, critic_opt, c_norm, (c_loss, out) = _train(
-                _through_encoder(fns.critic), critic_and_encoder(state.critic, state.encoder),
-                critic_and_encoder(static.critic_trainable, static.encoder_trainable),
-                state.critic_opt, hp.critic_lr, cfg, static,
-                prepare_images(batch.obs, cfg.dtype, k_obs, cfg.image_pad), batch.action,
-                target_q, k_critic, batch.weight)
-            critic, encoder = split_critic_and_encoder(both)
-            names = static.encoder_trainable
-            target_encoder = {**state.target_encoder, **soft_update(
-                trainable(state.target_encoder, names), encoder, hp.tau)}
-        target_critic = state.target_critic
+            batch = batch._replace(next_obs=next_obs.detach())
+            loss_fn = _through_encoder(fns.critic)
+            params = critic_and_encoder(state.critic, state.encoder)
+            mask = critic_and_encoder(static.critic_trainable, static.encoder_trainable)
+            obs = prepare_images(batch.obs, cfg.dtype, k_obs, cfg.image_pad)
+        target_q = fns.target(state, batch, k_target)
+        trained, critic_opt, c_norm, (c_loss, out) = _train(
+            loss_fn, params, mask, state.critic_opt, hp.critic_lr, cfg, static, obs,
+            batch.action, target_q, k_critic, batch.weight)
+        critic, encoder = ((trained, {}) if static.encoder is None
+                           else split_critic_and_encoder(trained))
+        target_critic, target_encoder = state.target_critic, state.target_encoder
         if algorithm_of(cfg).target_networks:
-            names = static.critic_trainable
-            target_critic = {**target_critic,
-                             **soft_update(trainable(target_critic, names), critic, hp.tau)}
+            target_critic = _polyak(target_critic, critic, static.critic_trainable, hp.tau)
+        if static.encoder is not None:
+            target_encoder = _polyak(target_encoder, encoder, static.encoder_trainable, hp.tau)
         metrics = {"critic_loss": c_loss, "q_mean": out.q.mean(),
                    "target_q_mean": out.target.mean(), "critic_grad_norm": c_norm}
         td_error = (out.q.detach() - out.target).abs().mean(0)

@@ -137,3 +137,16 @@ def test_image_batches_and_observations_are_checked():
 def test_invalid_image_configs_are_refused(overrides, field):
     with pytest.raises(ValueError, match=f"SACConfig.{field}"):
         small_config(**overrides)
+
+
+def test_a_critic_with_a_submodule_named_encoder_is_refused_with_images():
+    class Named(torch.nn.Module):
+        def __init__(self, obs_dim, act_dim, hidden_sizes):
+            super().__init__()
+            self.encoder = torch.nn.Linear(obs_dim + act_dim, 1)
+
+        def forward(self, x):
+            return self.encoder(x)
+
+    with pytest.raises(ValueError, match="the critic has tensors named 'encoder.'"):
+        funcsac.init_state(image_config(critic_factory=Named))
