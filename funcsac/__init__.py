@@ -1,7 +1,7 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
 from . import encoders, keys, presets, registry
 from .acting import act
-from .batch import Batch, check_batch
+from .batch import Batch, check_batch, map_obs
 from .compile import compile_update
 from .config import SACConfig
 from .losses import (ActorOut, CriticOut, Losses, actor_loss, critic_loss, td_target,
@@ -19,8 +19,9 @@ from .algorithms import crossq, discrete, sac, tqc
 ALGORITHMS = ALGORITHMS_BY_POLICY["tanh_gaussian"]  # the tanh-Gaussian policy's, by name
 
 __all__ = [
-    "encoders", "keys", "presets", "registry", "act", "Batch", "check_batch", "compile_update",
-    "compile_stored", "SACConfig", "actor_loss", "critic_loss", "temperature_loss", "ActorOut",
+    "encoders", "keys", "presets", "registry", "act", "Batch", "check_batch", "map_obs",
+    "compile_update", "compile_stored", "SACConfig", "actor_loss", "critic_loss",
+    "temperature_loss", "ActorOut",
     "CriticOut", "Algorithm", "register", "apply_actor", "apply_critic", "apply_critics",
     "apply_encoder", "mlp", "AdamState", "adam_init", "adam_update", "global_norm",
     "tanh_gaussian_log_prob", "tanh_gaussian_sample", "HParams", "SACState", "Static",

@@ -6,6 +6,7 @@ from typing import Optional
 import torch
 
 from . import keys
+from .batch import map_obs
 from .encoders import prepare_images
 from .networks import apply_encoder
 from .normalize import normalize_obs
@@ -17,23 +18,36 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
         key: Optional[torch.Tensor] = None, noise: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Actions for ``obs [B, obs_dim]`` (or ``[obs_dim]``, normalised by the state's statistics
     when it keeps them; image observations: ``uint8 [B, C, H, W]`` or ``[C, H, W]``, through the
-    state's encoder), by the config's policy family: in [-1, 1], ``tanh(mean)`` when
-    ``deterministic``, else a sample ``tanh(mean + std * noise)``; for a categorical policy the
-    action index ``[B, 1]`` (float), the most likely one or a Gumbel-max sample. The standard
-    normal ``noise [B, act_dim]`` is given or drawn with ``key``."""
+    state's encoder; with a state vector, a dict of them, ``"pixels"``, and ``"state"
+    [B, state_dim]`` or ``[state_dim]``), by the config's policy family: in [-1, 1],
+    ``tanh(mean)`` when ``deterministic``, else a sample ``tanh(mean + std * noise)``; for a
+    categorical policy the action index ``[B, 1]`` (float), the most likely one or a Gumbel-max
+    sample. The standard normal ``noise [B, act_dim]`` is given or drawn with ``key``."""
     cfg = state.config
     device = torch.device(cfg.device)
-    dims = cfg.obs_shape
-    if tuple(obs.shape[-len(dims):]) != dims or obs.dim() not in (len(dims), len(dims) + 1):
-        raise ValueError(f"obs: expected shape [B, {', '.join(map(str, dims))}] or "
-                         f"{list(dims)}, got {list(obs.shape)}")
-    if obs.dtype != cfg.obs_dtype:
-        raise ValueError(f"obs: expected dtype {cfg.obs_dtype}, got {obs.dtype}")
-    if obs.device.type != device.type:
-        raise ValueError(f"obs: expected device {cfg.device}, got {obs.device}")
+    parts = cfg.obs_parts
+    if parts and (not isinstance(obs, dict) or set(obs) != set(parts)):
+        got = f"keys {sorted(obs)}" if isinstance(obs, dict) else type(obs).__name__
+        raise ValueError(f"obs: expected a dict of {sorted(parts)} (images with a state "
+                         f"vector), got {got}")
+    items = ([(f"obs[{k!r}]", obs[k], dims, dtype) for k, (dims, dtype) in parts.items()]
+             if parts else [("obs", obs, cfg.obs_shape, cfg.obs_dtype)])
+    lead = None  # the batch dimensions, which every entry shares
+    for label, x, dims, dtype in items:
+        if not isinstance(x, torch.Tensor):
+            raise ValueError(f"{label}: expected a tensor, got {type(x).__name__}")
+        if (tuple(x.shape[-len(dims):]) != dims or x.dim() not in (len(dims), len(dims) + 1)
+                or lead not in (None, x.shape[:x.dim() - len(dims)])):
+            raise ValueError(f"{label}: expected shape [B, {', '.join(map(str, dims))}] or "
+                             f"{list(dims)}, got {list(x.shape)}")
+        lead = x.shape[:x.dim() - len(dims)]
+        if x.dtype != dtype:
+            raise ValueError(f"{label}: expected dtype {dtype}, got {x.dtype}")
+        if x.device.type != device.type:
+            raise ValueError(f"{label}: expected device {cfg.device}, got {x.device}")
     if not deterministic and key is None and noise is None:
         raise ValueError("act: a stochastic action needs a key (funcsac.keys.split(...)) or noise")
-    expected = obs.shape[:obs.dim() - len(dims)] + (cfg.act_dim,)  # the noise's shape
+    expected = lead + (cfg.act_dim,)  # the noise's shape
     if noise is not None and (noise.shape != expected or noise.dtype != cfg.dtype
                               or noise.device.type != device.type):
         raise ValueError(f"act: noise must be {cfg.dtype} of shape {list(expected)} on "
@@ -41,8 +55,9 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     if key is not None and key.device.type != device.type:
         raise ValueError(f"act: key on device {key.device}, expected the state's device "
                          f"{cfg.device} (funcsac.keys.make_key(seed, device))")
-    single = obs.dim() == len(dims)
-    obs = obs.unsqueeze(0) if single else obs
+    single = len(lead) == 0
+    if single:
+        obs = map_obs(lambda x: x.unsqueeze(0), obs)
     noise = noise.unsqueeze(0) if single and noise is not None else noise
     obs = normalize_obs(state.norm, obs)
     if cfg.image_shape:

@@ -21,7 +21,8 @@ class _BatchFields(NamedTuple):
 
 class Batch(_BatchFields):
     """Transitions: ``obs [B, obs_dim]`` (image observations: ``uint8 [B, C, H, W]``,
-    ``SACConfig.image_shape``), ``action [B, act_dim]`` in [-1, 1] (a categorical
+    ``SACConfig.image_shape``; with a state vector, dicts of ``"pixels"`` and
+    ``"state" [B, state_dim]``), ``action [B, act_dim]`` in [-1, 1] (a categorical
     policy's: ``[B, 1]``, the action indices), ``reward [B]``,
     ``next_obs`` (as ``obs``), ``terminated [B]`` (bool or float, 1 where the episode truly ended;
     a time-limit truncation is not a termination).
@@ -41,6 +42,11 @@ class Batch(_BatchFields):
         return super().__new__(cls, obs, action, reward, next_obs, terminated, horizon, weight)
 
 
+def map_obs(fn, obs):
+    """``fn(obs)``, or for a dict observation the dict of ``fn`` of each entry."""
+    return {k: fn(v) for k, v in obs.items()} if isinstance(obs, dict) else fn(obs)
+
+
 def _fail(field: str, expected: str, got: str) -> None:
     raise ValueError(f"Batch.{field}: expected {expected}, got {got}")
 
@@ -52,32 +58,53 @@ def _shape(dims) -> str:
     return "[" + ", ".join("?" if compiling else str(d) for d in dims) + "]"
 
 
+def _parts(x, field: str, config: SACConfig, shape: tuple, dtypes: tuple) -> list:
+    """``[(label, tensor, trailing shape, dtypes)]`` of a field: itself, or each entry of a dict
+    observation (``SACConfig.obs_parts``), whose keys must be the config's."""
+    parts = config.obs_parts if field in ("obs", "next_obs") else {}
+    if not parts:
+        return [(field, x, shape, dtypes)]
+    if not isinstance(x, dict) or set(x) != set(parts):
+        got = f"keys {sorted(x)}" if isinstance(x, dict) else type(x).__name__
+        _fail(field, f"a dict of {sorted(parts)} (images with a state vector)", got)
+    return [(f"{field}[{k!r}]", x[k], dims, (dtype,)) for k, (dims, dtype) in parts.items()]
+
+
+def _batch_size(obs):
+    """The leading size of an observation (of a dict's ``"pixels"``), or ``None``."""
+    obs = obs.get("pixels") if isinstance(obs, dict) else obs
+    return obs.shape[0] if isinstance(obs, torch.Tensor) and obs.dim() else None
+
+
 def check_batch_structure(batch, config: SACConfig) -> None:
     """Shape, dtype and device checks (no data is read, so it is free under ``torch.compile``;
     messages are only formatted on failure, as the batch size may be symbolic there)."""
     if not isinstance(batch, Batch):
         raise ValueError(f"expected a funcsac.Batch, got {type(batch).__name__}")
-    obs = batch.obs
-    b = obs.shape[0] if isinstance(obs, torch.Tensor) and obs.dim() else None
+    b = _batch_size(batch.obs)
     action = (POLICIES[config.policy].action_size(config.act_dim),)
     obs_dims = config.obs_shape
     trailing = {"obs": obs_dims, "action": action, "reward": (), "next_obs": obs_dims,
                 "terminated": (), "horizon": (), "weight": ()}
     device = torch.device(config.device)
     for field, dims in trailing.items():
-        x = getattr(batch, field)
-        want = lambda: "[" + ", ".join([_shape([b])[1:-1] if b is not None else "B"]  # noqa: E731
-                                       + [str(d) for d in dims]) + "]"
-        if not isinstance(x, torch.Tensor):
-            _fail(field, f"a tensor of shape {want()}", type(x).__name__)
-        if b is None or x.dim() != 1 + len(dims) or x.shape[0] != b or tuple(x.shape[1:]) != dims:
-            _fail(field, f"shape {want()}", _shape(x.shape))
         allowed = ((config.dtype, torch.bool) if field == "terminated" else
                    (config.obs_dtype,) if field in ("obs", "next_obs") else (config.dtype,))
-        if x.dtype not in allowed:
-            _fail(field, "dtype " + " or ".join(map(str, allowed)), str(x.dtype))
-        if x.device.type != device.type or (device.index is not None and x.device != device):
-            _fail(field, f"device {device}", str(x.device))
+        for part in _parts(getattr(batch, field), field, config, dims, allowed):
+            _check_tensor(*part, b, device)
+
+
+def _check_tensor(label: str, x, dims: tuple, allowed: tuple, b, device: torch.device) -> None:
+    want = lambda: "[" + ", ".join([_shape([b])[1:-1] if b is not None else "B"]  # noqa: E731
+                                   + [str(d) for d in dims]) + "]"
+    if not isinstance(x, torch.Tensor):
+        _fail(label, f"a tensor of shape {want()}", type(x).__name__)
+    if b is None or x.dim() != 1 + len(dims) or x.shape[0] != b or tuple(x.shape[1:]) != dims:
+        _fail(label, f"shape {want()}", _shape(x.shape))
+    if x.dtype not in allowed:
+        _fail(label, "dtype " + " or ".join(map(str, allowed)), str(x.dtype))
+    if x.device.type != device.type or (device.index is not None and x.device != device):
+        _fail(label, f"device {device}", str(x.device))
 
 
 def check_batch(batch, config: SACConfig) -> None:
@@ -85,9 +112,9 @@ def check_batch(batch, config: SACConfig) -> None:
     (a host sync), so drivers call it outside the compiled update."""
     check_batch_structure(batch, config)
     for field in Batch._fields:
-        x = getattr(batch, field)
-        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
-            _fail(field, "finite values", "NaN or inf")
+        for label, x, _, _ in _parts(getattr(batch, field), field, config, (), ()):
+            if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+                _fail(label, "finite values", "NaN or inf")
     family = POLICIES[config.policy]
     if not bool(family.valid_actions(batch.action, config.act_dim)):
         _fail("action", family.action_space, "values outside it")

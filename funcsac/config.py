@@ -33,10 +33,11 @@ class SACConfig:
     ``(512, 512)`` is 2 blocks of width 512 (``funcsac.networks.simba``, ``bronet``).
     ``actor_hidden_sizes`` gives the actor other sizes than the critics (empty: ``hidden_sizes``).
 
-    ``actor_factory(obs_dim, act_dim, actor_hidden_sizes)`` must build a module mapping
-    ``obs [B, obs_dim]`` to the policy family's head (the tanh-Gaussian's ``[B, 2 * act_dim]``,
-    mean and raw log-std); ``critic_factory(obs_dim, act_dim, hidden_sizes)`` one mapping the
-    concatenation ``[B, obs_dim + act_dim]`` to ``[B, critic_outputs]`` (1, or what the algorithm
+    ``actor_factory(input_dim, act_dim, actor_hidden_sizes)`` must build a module mapping
+    ``obs [B, input_dim]`` (``input_dim`` is ``obs_dim`` unless a state vector goes beside
+    images) to the policy family's head (the tanh-Gaussian's ``[B, 2 * act_dim]``, mean and raw
+    log-std); ``critic_factory(input_dim, act_dim, hidden_sizes)`` one mapping the
+    concatenation ``[B, input_dim + act_dim]`` to ``[B, critic_outputs]`` (1, or what the algorithm
     says: ``funcsac.registry.Algorithm.critic_outputs``); a policy family may define its
     networks otherwise (``funcsac.algorithms.discrete``). ``None`` means the default networks; a
     custom critic may use ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from
@@ -47,7 +48,10 @@ class SACConfig:
     ``funcsac.encoders.drq_encoder``), maps them to ``obs_dim`` features, which the actor and the
     critics take. As in DrQ, the encoder is shared by the critics and trained by their loss
     only (the actor sees its features detached), the targets keep a polyak-averaged copy, and
-    each gradient step shifts the images by up to ``image_pad`` pixels.
+    each gradient step shifts the images by up to ``image_pad`` pixels. With ``state_dim``, each
+    observation is a dict of ``"pixels"`` (the images) and ``"state"`` (a ``[state_dim]`` vector
+    in ``dtype``, such as proprioception), and the actor and the critics take the encoder's
+    features followed by the state, ``input_dim = obs_dim + state_dim`` numbers.
 
     ``normalize_obs`` and ``scale_rewards`` keep running statistics in ``SACState.norm``
     (``funcsac.normalize``): ``act`` and ``update`` see ``(obs - mean) / std`` (clipped to 10) and
@@ -92,6 +96,7 @@ class SACConfig:
     actor_batch_renorm: bool = False  # batch renormalisation in the default actor (CrossQ)
     normalize_obs: bool = False  # observations normalised by running statistics in the state
     image_shape: tuple = ()  # (C, H, W) of uint8 image observations; empty: vectors of obs_dim
+    state_dim: int = 0  # images: a state vector of this size beside them (dict observations)
     image_pad: int = 4  # images: DrQ's random shift of up to this many pixels (0: none)
     encoder_factory: Optional[Callable[[tuple, int], nn.Module]] = None  # None: drq_encoder
     scale_rewards: bool = False  # rewards divided by the running std of the discounted return
@@ -132,8 +137,23 @@ class SACConfig:
 
     @property
     def obs_shape(self) -> tuple:
-        """The shape of one observation: ``image_shape``, or ``(obs_dim,)``."""
+        """The shape of one observation (of a dict observation's ``"pixels"``):
+        ``image_shape``, or ``(obs_dim,)``."""
         return self.image_shape or (self.obs_dim,)
+
+    @property
+    def obs_parts(self) -> dict:
+        """The entries of a dict observation as ``key -> (shape, dtype)`` (images with a state
+        vector: ``"pixels"`` and ``"state"``); empty when observations are tensors."""
+        if not self.state_dim:
+            return {}
+        return {"pixels": (self.image_shape, torch.uint8), "state": ((self.state_dim,), self.dtype)}
+
+    @property
+    def input_dim(self) -> int:
+        """What the actor and the critics take of an observation: ``obs_dim`` numbers (an
+        encoder's features for images), followed by the ``state_dim`` of a dict observation."""
+        return self.obs_dim + self.state_dim
 
     @property
     def temperature_betas(self) -> tuple:
@@ -216,7 +236,11 @@ def _check_images(cfg: SACConfig, algorithm) -> None:
              "must be empty (vector observations) or (channels, height, width)", cfg.image_shape)
     _require(_is_int(cfg.image_pad) and cfg.image_pad >= 0, "image_pad",
              "must be an integer >= 0", cfg.image_pad)
+    _require(_is_int(cfg.state_dim) and cfg.state_dim >= 0, "state_dim",
+             "must be an integer >= 0", cfg.state_dim)
     if not cfg.image_shape:
+        _require(cfg.state_dim == 0, "state_dim", "must be 0 without image_shape (a state "
+                 "vector goes beside images; vector observations are obs_dim)", cfg.state_dim)
         return
     _require(min(cfg.image_shape[1:]) >= 15 or cfg.encoder_factory is not None, "image_shape",
              "must be at least 15 x 15 pixels for the default encoder's convolutions",

@@ -1,7 +1,8 @@
 """Image observations: a convolutional encoder in the pure style and DrQ's random-shift
 augmentation drawn from a key.
 
-Images arrive as ``uint8 [B, C, H, W]`` (frames stacked along the channels) and become floats in
+Images arrive as ``uint8 [B, C, H, W]`` (frames stacked along the channels), alone or as the
+``"pixels"`` of a dict observation beside a ``"state"`` vector, and become floats in
 ``[-0.5, 0.5]`` inside the update (DrQ-v2's scaling), so a replay buffer keeps them as bytes.
 """
 from __future__ import annotations
@@ -37,11 +38,13 @@ def scale_images(images: torch.Tensor, dtype) -> torch.Tensor:
     return images.to(dtype) * (1.0 / 255.0) - 0.5
 
 
-def prepare_images(images: torch.Tensor, dtype, key=None, pad: int = 0) -> torch.Tensor:
-    """``uint8`` images ``[B, C, H, W]`` as an encoder takes them: scaled
-    (``scale_images``), then, with a ``key``, shifted by up to ``pad`` pixels
-    (``random_shift``)."""
-    x = scale_images(images, dtype)
+def prepare_images(obs, dtype, key=None, pad: int = 0):
+    """``uint8`` images ``[B, C, H, W]`` (or a dict observation, whose ``"pixels"`` they are) as
+    an encoder takes them: scaled (``scale_images``), then, with a ``key``, shifted by up to
+    ``pad`` pixels (``random_shift``)."""
+    if isinstance(obs, dict):
+        return {**obs, "pixels": prepare_images(obs["pixels"], dtype, key, pad)}
+    x = scale_images(obs, dtype)
     return x if key is None else random_shift(x, key, pad)
 
 

@@ -333,10 +333,14 @@ def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
     return mean, log_std
 
 
-def apply_encoder(template: nn.Module, params: Params, images: torch.Tensor) -> torch.Tensor:
+def apply_encoder(template: nn.Module, params: Params, obs) -> torch.Tensor:
     """The image encoder: ``images [B, C, H, W]`` (scaled floats,
-    ``funcsac.encoders.prepare_images``) -> features ``[B, obs_dim]``."""
-    return _forward(template, params, images)
+    ``funcsac.encoders.prepare_images``) -> features ``[B, obs_dim]``; a dict observation's
+    ``"pixels"`` -> its features followed by its ``"state" [B, state_dim]``,
+    ``[B, obs_dim + state_dim]``."""
+    if isinstance(obs, dict):
+        return torch.cat([_forward(template, params, obs["pixels"]), obs["state"]], -1)
+    return _forward(template, params, obs)
 
 
 def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,

@@ -119,10 +119,10 @@ def _build(config: SACConfig, num_critics: int):
     """An actor module and a list of ``num_critics`` critic modules from the config's factories
     (by default, the config's network for its policy family)."""
     family = POLICIES[config.policy]
-    dims = (config.obs_dim, config.act_dim)
+    dims = (config.input_dim, config.act_dim)
     actor_sizes = config.actor_hidden_sizes or config.hidden_sizes
     actor = (config.actor_factory(*dims, actor_sizes) if config.actor_factory else
-             build_network(config.obs_dim, family.head_size(config.act_dim), actor_sizes,
+             build_network(config.input_dim, family.head_size(config.act_dim), actor_sizes,
                            batch_renorm=config.actor_batch_renorm, network=config.network))
     critic_factory = config.critic_factory or functools.partial(
         family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,

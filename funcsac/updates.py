@@ -68,10 +68,11 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
 
 def _through_encoder(critic_loss: Callable) -> Callable:
     """``critic_loss`` as a function of the critics' and the encoder's tensors
-    (``critic_and_encoder``) and of images: the encoder's features go in as observations."""
-    def loss(params: Params, static, images: torch.Tensor, *args):
+    (``critic_and_encoder``) and of image observations (prepared, or dicts of them and a state
+    vector): the encoder's features (and the state) go in as observations."""
+    def loss(params: Params, static, obs, *args):
         critic, encoder = split_critic_and_encoder(params)
-        return critic_loss(critic, static, apply_encoder(static.encoder, encoder, images), *args)
+        return critic_loss(critic, static, apply_encoder(static.encoder, encoder, obs), *args)
     return loss
 
 

@@ -19,12 +19,17 @@ def eval_rows(run_dir):
 
 def make_batch(cfg: funcsac.SACConfig, batch_size: int = 32, seed: int = 0,
                terminated_fraction: float = 0.2) -> funcsac.Batch:
-    """A random batch matching ``cfg`` (``uint8`` images for a config with ``image_shape``)."""
+    """A random batch matching ``cfg`` (``uint8`` images for a config with ``image_shape``; with
+    a ``state_dim``, dicts of them and a state vector)."""
     g = torch.Generator().manual_seed(seed)
     dt = cfg.dtype
     B = batch_size
 
     def observations():
+        if cfg.state_dim:
+            return {"pixels": torch.randint(0, 256, (B, *cfg.image_shape), generator=g,
+                                            dtype=torch.uint8),
+                    "state": torch.randn(B, cfg.state_dim, generator=g, dtype=dt)}
         if cfg.image_shape:
             return torch.randint(0, 256, (B, *cfg.image_shape), generator=g, dtype=torch.uint8)
         return torch.randn(B, cfg.obs_dim, generator=g, dtype=dt)

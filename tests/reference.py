@@ -23,7 +23,7 @@ class ReferenceSAC:
     def __init__(self, state: funcsac.SACState):
         cfg = self.cfg = state.config
         dt = cfg.dtype
-        sizes = (cfg.obs_dim, cfg.act_dim, cfg.hidden_sizes)
+        sizes = (cfg.obs_dim + cfg.state_dim, cfg.act_dim, cfg.hidden_sizes)
         actor_f = lambda: funcsac.networks.default_actor(*sizes).to(dt)  # noqa: E731
         critic_f = lambda: funcsac.networks.default_critic(  # noqa: E731
             *sizes, outputs=cfg.critic_outputs).to(dt)
@@ -216,7 +216,8 @@ def shifted(images, key, pad):
 class ReferenceDrQ(ReferenceSAC):
     """SAC from images as DrQ trains it: one encoder module shared by the critics, in the
     critics' optimizer, a polyak-averaged target copy for the targets, the actor on its detached
-    features; each pass shifts the scaled images with its own key."""
+    features; each pass shifts the scaled images with its own key. A dict observation's state
+    vector is concatenated after the features."""
 
     def __init__(self, state: funcsac.SACState):
         super().__init__(state)
@@ -229,8 +230,10 @@ class ReferenceDrQ(ReferenceSAC):
         self.critic_opt = torch.optim.Adam(params, lr=cfg.critic_lr, betas=cfg.adam_betas,
                                            eps=cfg.adam_eps)
 
-    def images(self, x, key):
-        return shifted(x.to(self.cfg.dtype) / 255.0 - 0.5, key, self.cfg.image_pad)
+    def features(self, encoder, obs, key):
+        if isinstance(obs, dict):
+            return torch.cat([self.features(encoder, obs["pixels"], key), obs["state"]], -1)
+        return encoder(shifted(obs.to(self.cfg.dtype) / 255.0 - 0.5, key, self.cfg.image_pad))
 
     def split_key(self):
         self.key, k_target, _, k_actor, self.k_obs, self.k_next = keys.split(self.key, 6)
@@ -238,13 +241,14 @@ class ReferenceDrQ(ReferenceSAC):
 
     def critic_inputs(self, batch):
         with torch.no_grad():
-            next_obs = self.target_encoder(self.images(batch.next_obs, self.k_next))
-        return self.encoder(self.images(batch.obs, self.k_obs)), batch._replace(next_obs=next_obs)
+            next_obs = self.features(self.target_encoder, batch.next_obs, self.k_next)
+        return (self.features(self.encoder, batch.obs, self.k_obs),
+                batch._replace(next_obs=next_obs))
 
     def actor_obs(self, batch, k_actor):
         k_obs, k_actor = keys.split(k_actor, 2)
         with torch.no_grad():
-            return self.encoder(self.images(batch.obs, k_obs)), k_actor
+            return self.features(self.encoder, batch.obs, k_obs), k_actor
 
     def critic_params(self):
         return super().critic_params() + list(self.encoder.parameters())

@@ -51,11 +51,14 @@ def test_drq_encoder_shapes():
     assert encoder[-3].in_features == 32 * 35 * 35  # DrQ's 84x84 feature map
 
 
-def test_update_matches_the_drq_reference():
+@pytest.mark.parametrize("state_dim", [0, 3])
+def test_update_matches_the_drq_reference(state_dim):
     """Critic loss through the shared encoder, the target encoder's polyak average, the actor
     on detached features, every shift drawn from the state's key: step by step as
-    reference.ReferenceDrQ computes them with modules, autograd and torch.optim.Adam."""
-    cfg = image_config(dtype=torch.float64, gamma=0.9, tau=0.05, actor_lr=1e-3, image_pad=2)
+    reference.ReferenceDrQ computes them with modules, autograd and torch.optim.Adam; with a
+    state vector beside the images (dict observations), the features followed by the state."""
+    cfg = image_config(dtype=torch.float64, gamma=0.9, tau=0.05, actor_lr=1e-3, image_pad=2,
+                       state_dim=state_dim)
     state = funcsac.init_state(cfg, seed=1)
     ref = ReferenceDrQ(state)
     for step in range(4):
@@ -77,8 +80,9 @@ def test_the_actor_step_leaves_the_encoder_alone():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_compiled_image_update_equals_eager(backend):
-    cfg = image_config()
+@pytest.mark.parametrize("state_dim", [0, 3])
+def test_compiled_image_update_equals_eager(backend, state_dim):
+    cfg = image_config(state_dim=state_dim)
     state = assert_compiled_equals_eager(cfg, lambda step: make_batch(cfg, batch_size=8, seed=step),
                                          2, **reordered(torch.float32), backend=backend)
     assert state.encoder
@@ -110,6 +114,43 @@ def test_actions_from_images_go_through_the_encoder():
     assert funcsac.act(state, images, deterministic=False, noise=noise).shape == (4, 2)
 
 
+def test_actions_from_images_and_a_state_take_the_features_then_the_state():
+    cfg = image_config(state_dim=3)
+    state = funcsac.init_state(cfg, seed=0)
+    obs = make_batch(cfg, batch_size=4).obs
+    features = funcsac.apply_encoder(state.static.encoder, state.encoder,
+                                     prepare_images(obs["pixels"], cfg.dtype))
+    assert state.static.actor[0].in_features == cfg.obs_dim + 3
+    mean, _ = funcsac.apply_actor(state.static.actor, state.actor,
+                                  torch.cat([features, obs["state"]], -1), cfg.log_std_min,
+                                  cfg.log_std_max)
+    torch.testing.assert_close(funcsac.act(state, obs), torch.tanh(mean))
+    one = {k: x[1] for k, x in obs.items()}
+    torch.testing.assert_close(funcsac.act(state, one), torch.tanh(mean[1]))
+
+
+def test_dict_batches_and_observations_are_checked():
+    cfg = image_config(state_dim=3)
+    state = funcsac.init_state(cfg, seed=0)
+    batch = make_batch(cfg, batch_size=4)
+    pixels, vector = batch.obs["pixels"], batch.obs["state"]
+    with pytest.raises(ValueError, match=r"Batch.obs: expected a dict of \['pixels', 'state'\]"):
+        funcsac.update(state, batch._replace(obs=pixels))
+    with pytest.raises(ValueError, match=r"Batch.next_obs: expected a dict .* keys \['pixels'\]"):
+        funcsac.update(state, batch._replace(next_obs={"pixels": pixels}))
+    with pytest.raises(ValueError, match=r"Batch.obs\['state'\]: expected dtype torch.float32"):
+        funcsac.update(state, batch._replace(obs={"pixels": pixels, "state": vector.double()}))
+    with pytest.raises(ValueError, match=r"Batch.obs\['state'\]: expected shape \[4, 3\]"):
+        funcsac.update(state, batch._replace(obs={"pixels": pixels, "state": vector[:, :2]}))
+    nan = {"pixels": pixels, "state": vector.clone().fill_(float("nan"))}
+    with pytest.raises(ValueError, match=r"Batch.obs\['state'\]: expected finite values"):
+        funcsac.check_batch(batch._replace(obs=nan), cfg)
+    with pytest.raises(ValueError, match=r"obs: expected a dict of \['pixels', 'state'\]"):
+        funcsac.act(state, batch.obs["pixels"])
+    with pytest.raises(ValueError, match=r"obs\['state'\]: expected shape \[B, 3\] or \[3\]"):
+        funcsac.act(state, {"pixels": batch.obs["pixels"], "state": batch.obs["state"][0]})
+
+
 def test_image_batches_and_observations_are_checked():
     cfg = image_config()
     state = funcsac.init_state(cfg, seed=0)
@@ -129,6 +170,8 @@ def test_image_batches_and_observations_are_checked():
 
 @pytest.mark.parametrize("overrides, field", [
     (dict(image_shape=(3, 20)), "image_shape"),
+    (dict(state_dim=3), "state_dim"),
+    (dict(image_shape=IMAGE, state_dim=-1), "state_dim"),
     (dict(image_shape=(3, 12, 12)), "image_shape"),
     (dict(image_shape=IMAGE, image_pad=-1), "image_pad"),
     (dict(image_shape=IMAGE, normalize_obs=True), "normalize_obs"),
