@@ -196,10 +196,10 @@ EVALUATE_COLUMNS = ["step", "agent", "agent_seed", "overrides", "episodes", "see
 
 def _export(args) -> None:
     from .driver import load
-    from .driver.tools.export import export_policy
+    from .driver.tools.export import describe_inputs, export_policy
     agent = load(args.run_dir)
     out = export_policy(agent, args.out, args.format, agent_index=args.agent)
-    print(f"wrote {out} ({args.format}: obs [B, {agent.spec.obs_dim}] float32 -> action "
+    print(f"wrote {out} ({args.format}: {describe_inputs(agent.spec)} -> action "
           f"[B, {agent.spec.act_dim}])")
 
 

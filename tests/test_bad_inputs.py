@@ -34,6 +34,7 @@ OUT_OF_RANGE = {
     "network": "resnet", "actor_hidden_sizes": (0,), "reset_every": -1,
     "alpha_adam_betas": (0.9, 1.0), "target_entropy_scale": math.inf,
     "image_size": 0, "frame_stack": 0, "image_features": 0, "image_pad": -1,
+    "action_repeat": 0,
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
 
@@ -88,7 +89,7 @@ def test_flag_of_the_wrong_type_exits_2(tmp_path, capsys):
 @pytest.mark.parametrize("env_id,message", [
     ("NoSuchEnv-v9", "cannot create environment 'NoSuchEnv-v9'"),
     ("funcsac-test/MultiDiscreteAction-v0", "unsupported action space MultiDiscrete"),
-    ("funcsac-test/DictObs-v0", "unsupported observation space Dict"),
+    ("funcsac-test/DictObs-v0", "unsupported Dict observation space"),
     ("funcsac-test/TupleAction-v0", "unsupported action space Tuple"),
     ("funcsac-test/UnboundedAction-v0", "has infinite bounds"),
 ])

@@ -15,7 +15,8 @@ from funcsac.driver.tools.export import export_policy, policy_module
 from helpers import TINY, reordered
 
 # loads an exported policy where funcsac cannot be imported and writes its actions for
-# FOLDER/obs{B}.npy to FOLDER/action{B}.npy; argv: FORMAT PATH FOLDER
+# FOLDER/obs{B}.npz (its arrays: "obs", or a dict observation's entries) to
+# FOLDER/action{B}.npy; argv: FORMAT PATH FOLDER
 LOAD_WITHOUT_FUNCSAC = """
 import sys; sys.modules["funcsac"] = None
 try:
@@ -30,15 +31,16 @@ if fmt == "torch-export":
     import torch
     policy = torch.export.load(path).module()
     def run(obs):
+        obs = {k: torch.from_numpy(x) for k, x in obs.items()}
         with torch.no_grad():
-            return policy(torch.from_numpy(obs)).numpy()
+            return policy(obs["obs"] if list(obs) == ["obs"] else obs).numpy()
 else:
     import onnxruntime
     session = onnxruntime.InferenceSession(path)
     def run(obs):
-        return session.run(["action"], {"obs": obs})[0]
+        return session.run(["action"], obs)[0]
 for b in (1, 7):
-    np.save(f"{folder}/action{b}.npy", run(np.load(f"{folder}/obs{b}.npy")))
+    np.save(f"{folder}/action{b}.npy", run(dict(np.load(f"{folder}/obs{b}.npz"))))
 """
 
 
@@ -61,12 +63,14 @@ def _check_without_funcsac(agent, path, fmt, folder):
     """The exported file's actions, computed in a process without funcsac, equal ``agent.act``."""
     rng = np.random.default_rng(0)
     expected = {}
+    shapes = agent.spec.obs_shape
+    shapes = shapes if isinstance(shapes, dict) else {"obs": shapes}
     for b in (1, 7):
-        shape = (b, *agent.spec.obs_shape)
-        obs = (rng.integers(0, 256, shape, dtype=np.uint8) if agent.spec.image_shape
-               else (rng.standard_normal(shape) * 2).astype(np.float32))
-        np.save(folder / f"obs{b}.npy", obs)
-        expected[b] = agent.act(obs)
+        obs = {k: rng.integers(0, 256, (b, *shape), dtype=np.uint8) if len(shape) == 3
+               else (rng.standard_normal((b, *shape)) * 2).astype(np.float32)
+               for k, shape in shapes.items()}
+        np.savez(folder / f"obs{b}.npz", **obs)
+        expected[b] = agent.act(obs["obs"] if list(obs) == ["obs"] else obs)
     subprocess.run([sys.executable, "-c", LOAD_WITHOUT_FUNCSAC, fmt, str(path), str(folder)],
                    check=True)
     for b in (1, 7):

@@ -48,7 +48,8 @@ class SpaceEnv(gym.Env):
 
 _BOX = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 gym.register("funcsac-test/DictObs-v0", entry_point=SpaceEnv, kwargs=dict(
-    observation_space=gym.spaces.Dict({"a": _BOX}), action_space=_BOX))
+    observation_space=gym.spaces.Dict({"a": _BOX, "b": gym.spaces.Discrete(3)}),
+    action_space=_BOX))
 gym.register("funcsac-test/TupleAction-v0", entry_point=SpaceEnv, kwargs=dict(
     observation_space=_BOX, action_space=gym.spaces.Tuple((_BOX, _BOX))))
 gym.register("funcsac-test/MultiDiscreteAction-v0", entry_point=SpaceEnv, kwargs=dict(

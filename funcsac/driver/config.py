@@ -20,7 +20,7 @@ from .validate import check_train_config
 # SACConfig fields that come from the environment or are code, not settings (device and dtype are
 # run settings, as strings)
 _AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype",
-                   "policy", "image_shape", "encoder_factory"}
+                   "policy", "image_shape", "state_dim", "encoder_factory"}
 AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
 
 # settings a resumed run may change: its length, logging, the permission to learn from another
@@ -68,8 +68,16 @@ class TrainConfig:
         False,
         "observe rendered frames instead of the env's observations: image_size x image_size "
         "RGB, the last frame_stack frames stacked (uint8), through DrQ's encoder")
+    pixels_with_state: bool = setting(
+        False,
+        "with pixels: the env's own observation beside the frames (dicts of pixels and state; "
+        "the actor and the critics take the encoder's features and the state)")
     image_size: int = setting(84, "with pixels: the side of a frame in pixels")
     frame_stack: int = setting(3, "with pixels: frames stacked into one observation")
+    action_repeat: int = setting(
+        1,
+        "with pixels: each action applied this many env steps, rewards summed (DrQ: 2 to 8); "
+        "total_steps counts the agent's steps")
     image_features: int = setting(
         50, "with pixels: the encoder's features, which the actor and the critics take")
     buffer_size: int = setting(1_000_000, "replay buffer capacity in transitions")
@@ -236,23 +244,27 @@ class TrainConfig:
         check_train_config(self)
 
     def sac_config(self, obs_dim: int, act_dim: int, policy: str = "tanh_gaussian",
-                   image_shape: tuple = ()) -> SACConfig:
+                   image_shape: tuple = (), state_dim: int = 0) -> SACConfig:
         """The agent's SACConfig for an environment's observation and action sizes and the
         policy family its action space needs (``EnvSpec.policy``); with an ``image_shape``, the
-        encoder's ``image_features`` take the place of ``obs_dim``."""
+        encoder's ``image_features`` take the place of ``obs_dim`` (and a ``state_dim`` vector
+        goes beside them)."""
         fields = {f.name: getattr(self, f.name) for f in AGENT_FIELDS}
         return SACConfig(obs_dim=self.image_features if image_shape else obs_dim,
                          act_dim=act_dim, policy=policy, device=self.device,
-                         dtype=getattr(torch, self.dtype), image_shape=image_shape, **fields)
+                         dtype=getattr(torch, self.dtype), image_shape=image_shape,
+                         state_dim=state_dim, **fields)
 
     def agent_config(self, spec) -> SACConfig:
         """The agent's SACConfig for an environment's spaces (an ``EnvSpec``)."""
-        return self.sac_config(spec.obs_dim, spec.act_dim, spec.policy, spec.image_shape)
+        return self.sac_config(spec.obs_dim, spec.act_dim, spec.policy, spec.image_shape,
+                               spec.state_dim)
 
     @property
     def pixel_settings(self):
         """The frames a ``pixels`` run observes (``envs.make.Pixels``), else ``None``."""
-        return Pixels(self.image_size, self.frame_stack) if self.pixels else None
+        return (Pixels(self.image_size, self.frame_stack, self.pixels_with_state,
+                       self.action_repeat) if self.pixels else None)
 
     @property
     def offline_rows(self) -> int:

@@ -16,7 +16,7 @@ def check_train_config(config) -> None:
             raise ValueError(f"TrainConfig.{name} must be a string, got "
                              f"{getattr(config, name)!r}")
     for name in ("async_envs", "compile", "compile_in_background", "progress", "prioritized",
-                 "offline_any_env", "pixels"):
+                 "offline_any_env", "pixels", "pixels_with_state"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"TrainConfig.{name} must be true or false, got "
                              f"{getattr(config, name)!r}")
@@ -60,17 +60,20 @@ def check_train_config(config) -> None:
 def _check_pixels(config) -> None:
     """Frame sizes, and what pixel runs do not take: n-step returns, offline data, observation
     normalisation; a replay buffer that fits in 80% of this machine's memory."""
-    for name in ("image_size", "frame_stack", "image_features"):
+    for name in ("image_size", "frame_stack", "image_features", "action_repeat"):
         _positive_int(name, getattr(config, name))
+    if config.pixels_with_state and not config.pixels:
+        raise ValueError("TrainConfig.pixels_with_state needs pixels=True (the state goes beside "
+                         "the frames)")
+    if config.action_repeat > 1 and not config.pixels:
+        raise ValueError(f"TrainConfig.action_repeat {config.action_repeat} needs pixels=True "
+                         "(it repeats actions between rendered frames)")
     if not config.pixels:
         return
     if config.image_size < 15:
         raise ValueError(f"TrainConfig.image_size must be at least 15 pixels (DrQ's encoder), "
                          f"got {config.image_size}")
-    for name, off in (("n_step", 1), ("offline_data", ""), ("normalize_obs", False)):
-        if getattr(config, name) != off:
-            raise ValueError(f"TrainConfig.{name} is not supported with pixels=True (got "
-                             f"{getattr(config, name)!r})")
+    check_image_run(config, "pixels=True")
     row = 2 * 3 * config.frame_stack * config.image_size ** 2  # obs and next_obs, uint8
     need = config.buffer_size * config.num_seeds * max(1, len(parse_sweep(config.sweep)[1])) * row
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -80,6 +83,15 @@ def _check_pixels(config) -> None:
                          f"RGB frames takes {row} bytes a transition, {need / 2**30:.1f} GiB for "
                          f"all agents, more than 80% of this machine's {memory / 2**30:.1f} GiB "
                          "(DrQ keeps 100,000 transitions: 11.8 GiB)")
+
+
+def check_image_run(config, why: str) -> None:
+    """Refuse what runs on image observations do not take (n-step returns, offline data,
+    observation normalisation); ``why`` says what makes the observations images."""
+    for name, off in (("n_step", 1), ("offline_data", ""), ("normalize_obs", False)):
+        if getattr(config, name) != off:
+            raise ValueError(f"TrainConfig.{name} is not supported with {why} (got "
+                             f"{getattr(config, name)!r})")
 
 
 def _check_offline(config) -> None:

@@ -19,10 +19,33 @@ ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d"}
 @dataclasses.dataclass(frozen=True)
 class Pixels:
     """Observations made of rendered frames: each ``size x size`` RGB, the last ``frames`` of
-    them stacked along the channels, ``uint8 [3 * frames, size, size]``."""
+    them stacked along the channels, ``uint8 [3 * frames, size, size]``; with ``state``, dicts of
+    those frames (``"pixels"``) and the env's own observation (``"state"``). Each action is
+    applied ``repeat`` times (``ActionRepeat``)."""
 
     size: int = 84
     frames: int = 3
+    state: bool = False
+    repeat: int = 1
+
+
+class ActionRepeat(gym.Wrapper):
+    """Each action applied ``repeat`` times in a row, as DrQ's action repeat: the rewards summed,
+    the last observation returned, stopping early where the episode ends (a time limit counts
+    the inner env's steps)."""
+
+    def __init__(self, env: gym.Env, repeat: int):
+        super().__init__(env)
+        self.repeat = repeat
+
+    def step(self, action):
+        total = 0.0
+        for _ in range(self.repeat):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                break
+        return obs, total, terminated, truncated, info
 
 
 def _resized(frame: np.ndarray, size: int) -> np.ndarray:
@@ -34,19 +57,90 @@ def _resized(frame: np.ndarray, size: int) -> np.ndarray:
     return x[0].permute(1, 2, 0).round().clamp(0, 255).to(torch.uint8).numpy()
 
 
+def _on_pixels(env: gym.Env, fn, space: gym.spaces.Box) -> gym.Env:
+    """``env`` with ``fn`` applied to its frames (its observation, or a dict's ``"pixels"``),
+    which then lie in ``space``."""
+    obs_space = env.observation_space
+    if isinstance(obs_space, gym.spaces.Dict):
+        return gym.wrappers.TransformObservation(
+            env, lambda o: {**o, "pixels": fn(o["pixels"])},
+            gym.spaces.Dict({**obs_space.spaces, "pixels": space}))
+    return gym.wrappers.TransformObservation(env, fn, space)
+
+
 def pixel_env(env: gym.Env, pixels: Pixels) -> gym.Env:
     """``env`` (made with ``render_mode="rgb_array"``) observed through its frames
-    (``Pixels``); gymnasium's ``AddRenderObservation`` and ``FrameStackObservation`` (the first
-    frame repeated at a reset)."""
+    (``Pixels``), its actions repeated; gymnasium's ``AddRenderObservation`` and
+    ``FrameStackObservation`` (the first frame repeated at a reset; of a dict, the latest
+    ``"state"`` is kept)."""
     size, frames = pixels.size, pixels.frames
-    env = gym.wrappers.AddRenderObservation(env, render_only=True)
-    env = gym.wrappers.TransformObservation(
-        env, lambda f: _resized(f, size), gym.spaces.Box(0, 255, (size, size, 3), np.uint8))
+    if pixels.state and not isinstance(env.observation_space, gym.spaces.Box):
+        raise ValueError(f"frames with the env's state need a Box observation space, got "
+                         f"{env.observation_space}")
+    if pixels.repeat > 1:  # frames are rendered after the repeated steps
+        env = ActionRepeat(env, pixels.repeat)
+    env = gym.wrappers.AddRenderObservation(env, render_only=not pixels.state)
+    env = _on_pixels(env, lambda f: _resized(f, size),
+                     gym.spaces.Box(0, 255, (size, size, 3), np.uint8))
     env = gym.wrappers.FrameStackObservation(env, frames)
+    if pixels.state:  # the stacked states: the latest one
+        stacked = env.observation_space
+        env = gym.wrappers.TransformObservation(
+            env, lambda o: {**o, "state": o["state"][-1]},
+            gym.spaces.Dict({**stacked.spaces, "state": _latest(stacked["state"])}))
     channels_first = gym.spaces.Box(0, 255, (3 * frames, size, size), np.uint8)
+    return _on_pixels(env, lambda x: np.ascontiguousarray(x.transpose(0, 3, 1, 2)).reshape(
+        3 * frames, size, size), channels_first)
+
+
+def _latest(stacked: gym.spaces.Box) -> gym.spaces.Box:
+    """One entry of a ``FrameStackObservation``'s stacked Box."""
+    return gym.spaces.Box(stacked.low[-1], stacked.high[-1], dtype=stacked.dtype)
+
+
+def dict_obs_env(env: gym.Env) -> gym.Env:
+    """``env``, whose observations are a ``Dict`` of at most one ``uint8`` image Box
+    (``[H, W, C]`` or ``[C, H, W]``) and any 1-D Boxes, observed as funcsac observes them: the
+    vectors concatenated in the order of their keys, alone (a vector observation) or as the
+    ``"state"`` of a dict observation whose ``"pixels"`` are the image, channels first (the
+    image alone when there are no vectors)."""
+    space = env.observation_space
+    images = [k for k, s in space.items() if isinstance(s, gym.spaces.Box)
+              and s.dtype == np.uint8 and len(s.shape) == 3]
+    vectors = [k for k, s in space.items() if isinstance(s, gym.spaces.Box)
+               and len(s.shape) == 1]
+    if len(images) > 1 or len(images) + len(vectors) != len(space.spaces) or not space.spaces:
+        raise ValueError(f"unsupported Dict observation space {space}: funcsac takes 1-D Boxes "
+                         "and at most one uint8 image Box ([H, W, C] or [C, H, W])")
+    dtype = np.result_type(*[space[k].dtype for k in vectors]) if vectors else np.float32
+    state = gym.spaces.Box(*(np.concatenate([getattr(space[k], b) for k in vectors]
+                                            or [np.zeros(0)]) for b in ("low", "high")),
+                           dtype=dtype)
+    concatenated = lambda o: np.concatenate([np.asarray(o[k], dtype) for k in vectors])  # noqa
+    if not images:
+        return gym.wrappers.TransformObservation(env, concatenated, state)
+    image = space[images[0]]
+    channels_last = image.shape[-1] < image.shape[0]
+    pixels = (gym.spaces.Box(0, 255, (image.shape[2], *image.shape[:2]), np.uint8)
+              if channels_last else image)
+
+    def frame(o):
+        x = o[images[0]]
+        return np.ascontiguousarray(x.transpose(2, 0, 1)) if channels_last else x
+
+    if not vectors:
+        return gym.wrappers.TransformObservation(env, frame, pixels)
     return gym.wrappers.TransformObservation(
-        env, lambda x: np.ascontiguousarray(x.transpose(0, 3, 1, 2)).reshape(
-            3 * frames, size, size), channels_first)
+        env, lambda o: {"pixels": frame(o), "state": concatenated(o)},
+        gym.spaces.Dict({"pixels": pixels, "state": state}))
+
+
+def observed(env: gym.Env, pixels: Optional[Pixels] = None) -> gym.Env:
+    """``env`` as funcsac observes it: through its frames (``pixel_env``) with ``pixels``, a
+    ``Dict`` observation space as dict observations (``dict_obs_env``), else as it is."""
+    if isinstance(env.observation_space, gym.spaces.Dict):
+        env = dict_obs_env(env)
+    return env if pixels is None else pixel_env(env, pixels)
 
 
 def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
@@ -64,11 +158,8 @@ def _make(env_id: str, pixels: Optional[Pixels] = None, **kwargs):
         if pixels is not None:
             kwargs.update(_render_kwargs(env_id, pixels))
         if "num_envs" in kwargs:
-            if pixels is not None:
-                kwargs["wrappers"] = [lambda env: pixel_env(env, pixels)]
-            return gym.make_vec(env_id, **kwargs)
-        env = gym.make(env_id, **kwargs)
-        return env if pixels is None else pixel_env(env, pixels)
+            return gym.make_vec(env_id, wrappers=[lambda env: observed(env, pixels)], **kwargs)
+        return observed(gym.make(env_id, **kwargs), pixels)
     except gym.error.DependencyNotInstalled as e:
         extra = next((x for k, x in ENV_EXTRAS.items() if k in str(e).lower()), None)
         hint = f"pip install 'funcsac[{extra}]'" if extra else "install what it names"
@@ -81,7 +172,7 @@ def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False,
                     mode: str = "same-step", pixels: Optional[Pixels] = None):
     """A vector env; ``mode`` "same-step" resets finished sub-environments within the step
     (``final_obs`` in the infos, no env step spent on resets), "next-step" on the next step;
-    with ``pixels``, observed through rendered frames (``pixel_env``)."""
+    each observed as ``observed`` says (through rendered frames with ``pixels``)."""
     autoreset = AutoresetMode.SAME_STEP if mode == "same-step" else AutoresetMode.NEXT_STEP
     return _make(env_id, pixels, num_envs=num_envs,
                  vectorization_mode="async" if asynchronous else "sync",

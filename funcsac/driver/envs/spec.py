@@ -12,7 +12,9 @@ import torch
 class EnvSpec:
     """What the agent needs to know of an environment: sizes and the action bounds. A discrete
     action space of ``act_dim`` actions has ``low == high - act_dim + 1 == [start]``. Image
-    observations (``uint8 [C, H, W]``) have their ``image_shape`` and ``obs_dim`` 0."""
+    observations (``uint8 [C, H, W]``) have their ``image_shape`` and ``obs_dim`` 0; dict
+    observations of images and a state vector (``"pixels"``, ``"state"``) also a
+    ``state_dim``."""
 
     obs_dim: int
     act_dim: int
@@ -21,10 +23,14 @@ class EnvSpec:
     action_dtype: str = "float32"
     discrete: bool = False
     image_shape: tuple = ()
+    state_dim: int = 0
 
     @property
-    def obs_shape(self) -> tuple:
-        """One observation's shape: ``image_shape``, or ``(obs_dim,)``."""
+    def obs_shape(self):
+        """One observation's shape: ``image_shape``, or ``(obs_dim,)``; a dict observation's
+        ``{"pixels": image_shape, "state": (state_dim,)}``."""
+        if self.state_dim:
+            return {"pixels": self.image_shape, "state": (self.state_dim,)}
         return self.image_shape or (self.obs_dim,)
 
     @property
@@ -41,25 +47,35 @@ class EnvSpec:
         """Plain values (JSON-serialisable), as checkpoints keep them."""
         return {"obs_dim": self.obs_dim, "act_dim": self.act_dim, "low": self.low.tolist(),
                 "high": self.high.tolist(), "action_dtype": self.action_dtype,
-                "discrete": self.discrete, "image_shape": list(self.image_shape)}
+                "discrete": self.discrete, "image_shape": list(self.image_shape),
+                "state_dim": self.state_dim}
 
     @classmethod
     def from_dict(cls, values: dict) -> "EnvSpec":
         return cls(int(values["obs_dim"]), int(values["act_dim"]),
                    np.asarray(values["low"], np.float64), np.asarray(values["high"], np.float64),
                    str(values["action_dtype"]), bool(values.get("discrete", False)),
-                   tuple(int(n) for n in values.get("image_shape", ())))
+                   tuple(int(n) for n in values.get("image_shape", ())),
+                   int(values.get("state_dim", 0)))
 
 
 def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
     """Raise ``ValueError`` unless actions are a bounded 1-D Box or a Discrete space and
-    observations a 1-D Box or ``uint8`` images ``[C, H, W]`` (``--pixels``)."""
+    observations a 1-D Box, ``uint8`` images ``[C, H, W]`` (``--pixels``) or a Dict of such
+    images (``"pixels"``) and a 1-D Box (``"state"``), as ``envs.make.observed`` makes them."""
     supported = ("funcsac supports a 1-D Box action space with finite bounds (SAC) or a "
-                 "Discrete one (discrete SAC), and a 1-D Box observation space or uint8 "
-                 "images of shape [channels, height, width] (--pixels)")
-    images = (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 3
-              and obs_space.dtype == np.uint8)
-    if images:
+                 "Discrete one (discrete SAC), and a 1-D Box observation space, uint8 "
+                 "images of shape [channels, height, width] (--pixels) or a Dict of such images "
+                 "and 1-D Boxes")
+    images = lambda s: (isinstance(s, gym.spaces.Box) and len(s.shape) == 3  # noqa: E731
+                        and s.dtype == np.uint8)
+    state = (obs_space.get("state") if isinstance(obs_space, gym.spaces.Dict)
+             and set(obs_space.keys()) == {"pixels", "state"} and images(obs_space["pixels"])
+             else None)
+    if isinstance(state, gym.spaces.Box) and len(state.shape) == 1:
+        spec = check_spaces(env_id, obs_space["pixels"], act_space)
+        return dataclasses.replace(spec, state_dim=state.shape[0])
+    if images(obs_space):
         spec = check_spaces(env_id, gym.spaces.Box(-1.0, 1.0, (1,)), act_space)
         return dataclasses.replace(spec, obs_dim=0, image_shape=tuple(obs_space.shape))
     if isinstance(act_space, gym.spaces.Discrete) and isinstance(obs_space, gym.spaces.Box) \
@@ -74,8 +90,7 @@ def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
                                                       and np.all(np.isfinite(act_space.high))):
         raise ValueError(f"{env_id}: action space {act_space} has infinite bounds. {supported}.")
     if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
-        raise ValueError(f"{env_id}: unsupported observation space {obs_space}. {supported} "
-                         "(flatten Dict observations or wrap image observations in an encoder).")
+        raise ValueError(f"{env_id}: unsupported observation space {obs_space}. {supported}.")
     return EnvSpec(obs_space.shape[0], act_space.shape[0], act_space.low.astype(np.float64),
                    act_space.high.astype(np.float64), str(act_space.dtype))
 

@@ -14,15 +14,42 @@ Rows = Dict[str, torch.Tensor]
 
 
 def row_shapes(obs_shape, act_dim: int, n_step: int = 1) -> Dict[str, tuple]:
-    """Each stored field's shape per row (``obs_shape``: an observation's shape, or its size).
-    An n-step row keeps its ``n_step`` rewards (zero after its ``horizon``, the steps it spans),
-    so the discounted sum is taken at sampling time with the agent's current gamma."""
-    obs = (obs_shape,) if isinstance(obs_shape, int) else tuple(obs_shape)
-    shapes = {"obs": obs, "action": (act_dim,), "reward": (), "next_obs": obs,
+    """Each stored field's shape per row (``obs_shape``: an observation's shape, or its size; a
+    dict observation's ``{key: shape}``, whose entries are stored as ``"obs.<key>"`` and
+    ``"next_obs.<key>"``). An n-step row keeps its ``n_step`` rewards (zero after its
+    ``horizon``, the steps it spans), so the discounted sum is taken at sampling time with the
+    agent's current gamma."""
+    obs = _obs_fields(obs_shape, lambda shape: (shape,) if isinstance(shape, int) else
+                      tuple(shape))
+    shapes = {**obs("obs"), "action": (act_dim,), "reward": (), **obs("next_obs"),
               "terminated": ()}
     if n_step > 1:
         shapes.update(reward=(n_step,), horizon=())
     return shapes
+
+
+def _obs_fields(per_obs, value):
+    """``field -> {stored name: value(entry)}`` for an observation's ``per_obs`` (one entry, or
+    a dict of them)."""
+    if isinstance(per_obs, dict):
+        return lambda field: {f"{field}.{k}": value(v) for k, v in per_obs.items()}
+    return lambda field: {field: value(per_obs)}
+
+
+def flat_rows(rows: dict) -> Rows:
+    """``rows`` with their dict observations flattened to the stored names (``row_shapes``)."""
+    flat = {}
+    for k, v in rows.items():
+        flat.update({f"{k}.{e}": x for e, x in v.items()} if isinstance(v, dict) else {k: v})
+    return flat
+
+
+def _observations(rows: Rows, field: str):
+    """The observation ``field`` of sampled rows: a tensor, or a dict of its entries."""
+    if field in rows:
+        return rows[field]
+    prefix = field + "."
+    return {k[len(prefix):]: v for k, v in rows.items() if k.startswith(prefix)}
 
 
 class ReplayBuffer:
@@ -32,8 +59,9 @@ class ReplayBuffer:
     ``added - size <= t < added``) lives at position ``t % capacity``. With ``priority``
     (prioritized replay's ``(alpha, epsilon)``), rows are drawn in proportion to their priority
     ``(|td_error| + epsilon) ** alpha``; a new row gets the largest priority given so far.
-    Observations are kept in ``obs_dtype`` (default ``dtype``; ``uint8`` for images), the other
-    fields in ``dtype``.
+    Observations are kept in ``obs_dtype`` (default ``dtype``; ``uint8`` for images; a dict
+    observation's ``{key: dtype}``, as ``obs_shape`` is ``{key: shape}``), the other fields in
+    ``dtype``.
     Priority writes wait in a queue and reach the tree in one ``set`` just before the next draw
     (or checkpoint), in the order they were made.
     """
@@ -41,9 +69,9 @@ class ReplayBuffer:
     def __init__(self, capacity: int, obs_shape, act_dim: int, device, dtype=torch.float32,
                  n_step: int = 1, priority: Optional[tuple] = None, obs_dtype=None):
         self.capacity, self.n_step, self.priority = capacity, n_step, priority
-        obs_dtype = obs_dtype or dtype
-        self.data = {k: torch.zeros(capacity, *shape, device=device,
-                                    dtype=obs_dtype if k in ("obs", "next_obs") else dtype)
+        obs = _obs_fields(obs_dtype or dtype, lambda d: d)
+        dtypes = {**obs("obs"), **obs("next_obs")}
+        self.data = {k: torch.zeros(capacity, *shape, device=device, dtype=dtypes.get(k, dtype))
                      for k, shape in row_shapes(obs_shape, act_dim, n_step).items()}
         self.tree = PriorityTree(capacity, device) if priority else None
         self.max_priority = torch.ones((), dtype=torch.float64, device=device)
@@ -60,12 +88,13 @@ class ReplayBuffer:
         return self.added - self.size
 
     def _positions(self, start: int, stop: int) -> torch.Tensor:
-        return (torch.arange(start, stop) % self.capacity).to(self.data["obs"].device)
+        return (torch.arange(start, stop) % self.capacity).to(self.data["reward"].device)
 
-    def add(self, rows: Rows) -> None:
-        """Append rows (a dict of the stored fields, leading axis n); tensors are copied to the
-        buffer's device and dtype."""
-        n = len(rows["obs"])
+    def add(self, rows: dict) -> None:
+        """Append rows (a dict of the stored fields, leading axis n; dict observations as dicts
+        or flattened, ``flat_rows``); tensors are copied to the buffer's device and dtype."""
+        rows = flat_rows(rows)
+        n = len(rows["reward"])
         keep = min(n, self.capacity)
         self.write(self.added + n - keep, {k: v[n - keep:] for k, v in rows.items()})
         if self.tree is not None:
@@ -75,7 +104,7 @@ class ReplayBuffer:
 
     def write(self, start: int, rows: Rows) -> None:
         """Store ``rows`` as rows ``start, start + 1, ...`` (at most ``capacity`` of them)."""
-        n, first = len(rows["obs"]), start % self.capacity
+        n, first = len(rows["reward"]), start % self.capacity
         where = (slice(first, first + n) if first + n <= self.capacity
                  else self._positions(start, start + n))
         for k, store in self.data.items():
@@ -110,8 +139,8 @@ class ReplayBuffer:
         if self.n_step > 1:
             powers = torch.arange(self.n_step, device=reward.device, dtype=reward.dtype)
             reward = (reward * gamma ** powers).sum(-1)
-        return Batch(rows["obs"], rows["action"], reward, rows["next_obs"], rows["terminated"],
-                     horizon, weight), idx
+        return Batch(_observations(rows, "obs"), rows["action"], reward,
+                     _observations(rows, "next_obs"), rows["terminated"], horizon, weight), idx
 
     def set_priorities(self, positions: torch.Tensor, td_error: torch.Tensor) -> None:
         """New priorities ``(|td_error| + epsilon) ** alpha`` of the rows at ``positions``."""

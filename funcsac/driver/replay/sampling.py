@@ -6,7 +6,7 @@ from typing import List, Optional
 import torch
 
 from ... import keys
-from ...batch import Batch
+from ...batch import Batch, map_obs
 from ..run.agents import stack
 from .buffer import ReplayBuffer
 
@@ -28,8 +28,8 @@ def sample_batches(buffers: List[ReplayBuffer], offline: Optional[ReplayBuffer],
             parts.append(offline.sample(k_offline, off * k, gamma[i])[0])
         online, where = buffer.sample(k_online, (batch_size - off) * k, gamma[i], beta)
         parts.append(online)
-        fields = (torch.cat([per_step(x) for x in xs], 1) if off else per_step(xs[0])
-                  for xs in zip(*parts))
-        rows.append(Batch(*(x[0] if k == 1 else x for x in fields)))
+        fields = ([torch.cat([per_step(x) for x in xs], 1) for xs in zip(*parts)] if off
+                  else [map_obs(per_step, x) for x in online])  # offline data: vectors only
+        rows.append(Batch(*(map_obs(lambda x: x[0], x) if k == 1 else x for x in fields)))
         positions.append(where)
     return stack(rows), positions

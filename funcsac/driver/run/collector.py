@@ -7,7 +7,9 @@ import torch
 
 from ... import keys
 from ...acting import act
+from ...batch import map_obs
 from ...normalize import observe
+from ..envs.observations import obs_tensors
 from ..envs.spec import scale_action
 from ..envs.step import autoreset_mode, check_finite, transitions
 from .agents import per_agent, split_keys, vmap_agents
@@ -26,8 +28,8 @@ class Collector:
                  timings, gammas: np.ndarray):
         self.config, self.spec, self.family, self.envs = config, spec, family, envs
         self.buffers, self.nstep, self.progress, self.timings = buffers, nstep, progress, timings
+        self.sac_config = sac_config
         self.dtype, self.device = sac_config.dtype, torch.device(sac_config.device)
-        self.obs_dtype = sac_config.obs_dtype
         self.agents = len(buffers)
         self.mode = autoreset_mode(envs)
         self.gammas = gammas  # [agents * num_envs]: each sub-env's agent's discount
@@ -46,11 +48,10 @@ class Collector:
                 action = self.family.random_action(z)
             else:
                 with torch.no_grad():
-                    obs_t = torch.as_tensor(p.obs, dtype=self.obs_dtype,
-                                            device=self.device).reshape(A, n, *spec.obs_shape)
+                    obs_t = obs_tensors(p.obs, self.sac_config, (A, n))
                     z = z.to(self.dtype)
-                    action = self.sample_fn(state, obs_t[0] if A == 1 else obs_t,
-                                            z[0] if A == 1 else z)
+                    action = self.sample_fn(state, map_obs(lambda x: x[0], obs_t) if A == 1
+                                            else obs_t, z[0] if A == 1 else z)
             action = action.reshape(A * n, spec.action_size).cpu().numpy()
             next_obs, reward, terminated, truncated, infos = self.envs.step(
                 scale_action(action, spec))
@@ -79,14 +80,15 @@ class Collector:
         if self.nstep is None:
             rows, env = dict(obs=obs, action=action, reward=reward, next_obs=next_obs,
                              terminated=terminated), np.arange(len(valid))
-            rows = {k: np.asarray(v)[valid] for k, v in rows.items()}
+            rows = {k: map_obs(lambda x: np.asarray(x)[valid], v) for k, v in rows.items()}
             env = env[valid]
         else:
             rows = self.nstep.push(valid, obs, action, reward, next_obs, terminated, truncated)
             env = rows.pop("env")
         for i, buffer in enumerate(self.buffers):
             mine = env // n == i
-            buffer.add({k: torch.as_tensor(v[mine]) for k, v in rows.items()})
+            buffer.add({k: map_obs(lambda x: torch.as_tensor(x[mine]), v)
+                        for k, v in rows.items()})
 
     def _observe(self, state, valid, reward, done):
         """``state`` with the running statistics updated by this step's observations and running

@@ -69,9 +69,11 @@ def replay_buffer(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
     """An empty replay buffer of the run's rows (``capacity`` default: ``buffer_size``)."""
     priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
                 else None)
+    obs_dtype = ({k: dtype for k, (_, dtype) in sac_config.obs_parts.items()}
+                 or sac_config.obs_dtype)
     return ReplayBuffer(capacity or config.buffer_size, spec.obs_shape, spec.action_size,
                         torch.device(sac_config.device), sac_config.dtype, config.n_step, priority,
-                        sac_config.obs_dtype)
+                        obs_dtype)
 
 
 def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,

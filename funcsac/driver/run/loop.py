@@ -32,6 +32,7 @@ from ..replay.datasets import dataset_buffer
 from ..replay.files import delete_unlisted_chunks, load_buffer, save_buffer
 from ..replay.nstep import NStepQueue
 from ..tools.evaluate import EvalResult
+from ..validate import check_image_run
 from .agents import agent_specs
 from .callbacks import Callback
 from .checkpoint import (CHECKPOINT, CheckpointError, load_checkpoint, restore_state,
@@ -102,6 +103,8 @@ class Run:
     def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
         config, A, n = self.config, len(self.agents), self.config.num_envs
         self.spec = env_spec(self.envs)
+        if self.spec.image_shape and not config.pixels:
+            check_image_run(config, f"{config.env_id}'s image observations")
         sac_config = config.agent_config(self.spec)
         self.device = torch.device(sac_config.device)
         # offline data (RLPD): one buffer of the dataset's rows that every agent samples from;

@@ -7,6 +7,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from ...batch import map_obs
 from ..tools.evaluate import EvalResult
 from .checkpoint import CheckpointError
 
@@ -19,7 +20,7 @@ class Progress:
     env_step: int
     updates: int
     key: torch.Tensor  # [agents, 2], on the training device
-    obs: np.ndarray  # [agents * num_envs, obs_dim]
+    obs: np.ndarray  # [agents * num_envs, ...] (dict observations: a dict of such arrays)
     prev_done: np.ndarray
     episode_return: np.ndarray
     episode_length: np.ndarray
@@ -37,6 +38,7 @@ class Progress:
                   for k, v in dataclasses.asdict(self).items()}
         if self.nstep is not None:
             fields["nstep"] = {k: torch.from_numpy(v) for k, v in self.nstep.items()}
+        fields["obs"] = map_obs(torch.from_numpy, self.obs)
         fields["key"] = self.key.cpu()
         fields["noise_key"] = None if self.noise_key is None else self.noise_key.cpu()
         fields["evals"] = [dataclasses.asdict(e) for e in self.evals]
@@ -47,6 +49,7 @@ class Progress:
         try:
             values = {k: v.numpy() if isinstance(v, torch.Tensor) else v
                       for k, v in fields.items()}
+            values["obs"] = map_obs(lambda x: x.numpy(), fields["obs"])
             values["key"] = fields["key"].to(device)
             if fields.get("noise_key") is not None:
                 values["noise_key"] = fields["noise_key"].to(device)

@@ -39,6 +39,9 @@ def collect(run_dir: Union[str, Path], steps: int, out: Union[str, Path], noise:
     if agent.spec.discrete:
         raise ValueError("funcsac collect writes datasets of continuous actions; this run's "
                          f"environment {agent.config.env_id} has discrete actions")
+    if agent.spec.image_shape:
+        raise ValueError("funcsac collect writes datasets of vector observations; this run "
+                         f"observes images of shape {list(agent.spec.image_shape)}")
     env_id, state = agent.config.env_id, agent.state
     rows = {field: [] for field in Transitions._fields}
     returns, episode_return, key = [], 0.0, keys.make_key(seed)

@@ -10,6 +10,7 @@ import torch
 
 from ...acting import act
 from ...state import SACState
+from ..envs.observations import obs_tensors
 from ..envs.spec import EnvSpec, scale_action
 from ..envs.make import make_eval_env, record_video
 
@@ -35,7 +36,7 @@ def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step
         done, total, length = False, 0.0, 0
         while not done:
             with torch.no_grad():
-                a = act(state, torch.as_tensor(obs, dtype=cfg.obs_dtype, device=cfg.device))
+                a = act(state, obs_tensors(obs, cfg))
             obs, reward, terminated, truncated, _ = env.step(
                 scale_action(a.cpu().numpy(), spec))
             total += float(reward)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ...batch import map_obs
 from ...encoders import prepare_images
 from ...networks import apply_encoder
 from ...normalize import RunningStats, normalize_obs
@@ -23,7 +24,8 @@ FORMATS = ("torch-export", "onnx")
 
 class Policy(nn.Module):
     """One agent's deterministic policy: ``obs [B, obs_dim]`` (float32; a pixels run's:
-    ``uint8 [B, C, H, W]``, through its encoder) -> action ``[B, act_dim]`` in the environment's
+    ``uint8 [B, C, H, W]``, through its encoder; with the state, a dict of them, ``"pixels"``,
+    and ``"state" [B, state_dim]``) -> action ``[B, act_dim]`` in the environment's
     bounds and the action space's dtype (discrete actions: ``[B]``), as its policy family's
     ``act`` computes it. The actor's and the encoder's tensors are buffers in the agent's dtype,
     which the computation uses."""
@@ -45,8 +47,10 @@ class Policy(nn.Module):
         self.spec, self.dtype = spec, static.config.dtype
         self.action_dtype = torch.from_numpy(np.empty(0, spec.action_dtype)).dtype
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs) -> torch.Tensor:
         params = {name: getattr(self, f"param_{i}") for i, name in enumerate(self.names)}
+        if isinstance(obs, dict):
+            obs = {**obs, "state": _as_dtype(obs["state"], self.dtype)}
         if self.encoder_names:
             encoder = {name: getattr(self, f"encoder_{i}")
                        for i, name in enumerate(self.encoder_names)}
@@ -84,12 +88,32 @@ def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
     return Policy(state.static, on_cpu(state.actor), agent.spec, stats, on_cpu(state.encoder))
 
 
+class _EntriesAsInputs(nn.Module):
+    """A policy on dict observations taking their two entries as inputs of their own."""
+
+    def __init__(self, policy: Policy):
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, pixels: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        return self.policy({"pixels": pixels, "state": state})
+
+
+def describe_inputs(spec: EnvSpec) -> str:
+    """The exported policy's inputs, as ``"obs [B, 3] float32"``."""
+    shapes = spec.obs_shape if isinstance(spec.obs_shape, dict) else {"obs": spec.obs_shape}
+    return ", ".join(f"{name} [B, {', '.join(map(str, shape))}] "
+                     f"{'uint8' if len(shape) == 3 else 'float32'}"
+                     for name, shape in shapes.items())
+
+
 def export_policy(agent, path: Union[str, Path], fmt: str,
                   agent_index: Optional[int] = None) -> Path:
     """Write the deterministic policy of ``agent`` to ``path`` in format ``fmt``: "torch-export"
     (load with ``torch.export.load(path).module()``) or "onnx" (input "obs", output "action");
-    either takes float32 ``obs [B, obs_dim]`` (a pixels run's: ``uint8 [B, C, H, W]``) for any
-    batch size ``B``. Returns ``path``."""
+    either takes float32 ``obs [B, obs_dim]`` (a pixels run's: ``uint8 [B, C, H, W]``; with the
+    state, a dict of them, ``"pixels"``, and float32 ``"state" [B, state_dim]``, ONNX's inputs
+    "pixels" and "state") for any batch size ``B``. Returns ``path``."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fmt == "onnx":
@@ -104,17 +128,23 @@ def export_policy(agent, path: Union[str, Path], fmt: str,
         raise ValueError(f"cannot write {path}: the folder {path.parent} does not exist")
     module = policy_module(agent, agent_index).eval()
     # a batch of 2: torch.export specialises a dimension whose example size is 1
-    example = torch.zeros(2, *agent.spec.obs_shape,
-                          dtype=torch.uint8 if agent.spec.image_shape else torch.float32)
-    dynamic_shapes = ({0: torch.export.Dim("batch")},)
+    spec, batch = agent.spec, torch.export.Dim("batch")
+    zeros = lambda shape: torch.zeros(2, *shape, dtype=torch.uint8 if len(shape) == 3  # noqa: E731
+                                      else torch.float32)
+    example = map_obs(zeros, spec.obs_shape)
+    dynamic_shapes = (map_obs(lambda _: {0: batch}, example),)
     if fmt == "torch-export":
         program = torch.export.export(module, (example,), dynamic_shapes=dynamic_shapes)
         # drop what the action does not use (the log-std head), which torch.export keeps
         program.graph_module.graph.eliminate_dead_code()
         program.graph_module.recompile()
         write_atomically(path, lambda f: torch.export.save(program, f))
-    else:
-        program = torch.onnx.export(module, (example,), dynamo=True, dynamic_shapes=dynamic_shapes,
-                                    input_names=["obs"], output_names=["action"], verbose=False)
+    else:  # ONNX: one input per entry of a dict observation
+        names = list(example) if isinstance(example, dict) else ["obs"]
+        module = module if names == ["obs"] else _EntriesAsInputs(module)
+        args = tuple(example[k] for k in names) if isinstance(example, dict) else (example,)
+        program = torch.onnx.export(module, args, dynamo=True,
+                                    dynamic_shapes=tuple({0: batch} for _ in args),
+                                    input_names=names, output_names=["action"], verbose=False)
         write_atomically(path, lambda f: f.write(program.model_proto.SerializeToString()))
     return path

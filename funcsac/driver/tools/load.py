@@ -11,11 +11,13 @@ import torch
 
 from ... import keys
 from ...acting import act
+from ...batch import map_obs
 from ...config import check_device
 from ...state import SACState, init_state
 from ..run.agents import AgentSpec, agent_specs, select, stack
 from ..run.checkpoint import CHECKPOINT, CheckpointError, load_checkpoint, restore_state
 from ..config import TrainConfig
+from ..envs.observations import obs_tensors
 from ..envs.spec import EnvSpec, env_spec, scale_action
 from ..envs.make import make_vector_env
 from ..run.seeds import AgentSeeds
@@ -51,16 +53,17 @@ class Agent:
 
     def act(self, obs, deterministic: bool = True, key: Optional[torch.Tensor] = None):
         """Actions in the environment's bounds for ``obs [B, obs_dim]`` or ``[obs_dim]`` (a
-        pixels run: ``uint8 [B, C, H, W]`` or ``[C, H, W]``, as its env returns them), numpy
+        pixels run: ``uint8 [B, C, H, W]`` or ``[C, H, W]``, as its env returns them; with the
+        state: dicts of them, ``"pixels"``, and ``"state"``), numpy
         (returned as numpy in the action space's dtype) or torch (returned as a tensor on the
         agent's device). Stochastic actions draw from ``key``, else from the agent's own key,
         which advances with each call."""
         if len(self) > 1:
             raise ValueError(f"this run has {len(self)} agents; act with one of them: agent[i]")
         cfg = self.state.config
-        as_numpy = not isinstance(obs, torch.Tensor)
-        obs_t = torch.as_tensor(np.asarray(obs) if as_numpy else obs, dtype=cfg.obs_dtype,
-                                device=cfg.device)
+        first = next(iter(obs.values())) if isinstance(obs, dict) and obs else obs
+        as_numpy = not isinstance(first, torch.Tensor)
+        obs_t = obs_tensors(map_obs(np.asarray, obs) if as_numpy else obs, cfg)
         if not deterministic and key is None:
             if self.key is None:
                 self.key = keys.make_key(self.agent_specs[0].seed, cfg.device)
