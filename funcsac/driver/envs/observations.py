@@ -13,11 +13,10 @@ def obs_tensors(obs, config: SACConfig, lead: Optional[tuple] = None):
     the config's observation dtypes on its device; with ``lead``, each entry reshaped to
     ``[*lead, *shape]``."""
     device = torch.device(config.device)
-    parts = config.obs_parts or {None: (config.obs_shape, config.obs_dtype)}
 
     def tensor(x, shape, dtype):
         t = torch.as_tensor(x, dtype=dtype, device=device)
         return t if lead is None else t.reshape(*lead, *shape)
-    if None in parts:
-        return tensor(obs, *parts[None])
-    return {k: tensor(obs[k], shape, dtype) for k, (shape, dtype) in parts.items()}
+    if not config.obs_parts:
+        return tensor(obs, config.obs_shape, config.obs_dtype)
+    return {k: tensor(obs[k], shape, dtype) for k, (shape, dtype) in config.obs_parts.items()}
