@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 
 from . import keys
-from .batch import map_obs
+from .batch import check_obs_keys, map_obs
 from .encoders import prepare_images
 from .networks import apply_encoder
 from .normalize import normalize_obs
@@ -26,10 +26,7 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     cfg = state.config
     device = torch.device(cfg.device)
     parts = cfg.obs_parts
-    if parts and (not isinstance(obs, dict) or set(obs) != set(parts)):
-        got = f"keys {sorted(obs)}" if isinstance(obs, dict) else type(obs).__name__
-        raise ValueError(f"obs: expected a dict of {sorted(parts)} (images with a state "
-                         f"vector), got {got}")
+    check_obs_keys(obs, cfg, "obs")
     items = ([(f"obs[{k!r}]", obs[k], dims, dtype) for k, (dims, dtype) in parts.items()]
              if parts else [("obs", obs, cfg.obs_shape, cfg.obs_dtype)])
     lead = None  # the batch dimensions, which every entry shares

@@ -58,15 +58,23 @@ def _shape(dims) -> str:
     return "[" + ", ".join("?" if compiling else str(d) for d in dims) + "]"
 
 
+def check_obs_keys(obs, config: SACConfig, label: str) -> None:
+    """``ValueError`` (starting with ``label``) unless ``obs`` is a dict of the config's keys
+    when its observations are dicts (``SACConfig.obs_parts``)."""
+    parts = config.obs_parts
+    if parts and (not isinstance(obs, dict) or set(obs) != set(parts)):
+        got = f"keys {sorted(obs)}" if isinstance(obs, dict) else type(obs).__name__
+        raise ValueError(f"{label}: expected a dict of {sorted(parts)} (images with a state "
+                         f"vector), got {got}")
+
+
 def _parts(x, field: str, config: SACConfig, shape: tuple, dtypes: tuple) -> list:
     """``[(label, tensor, trailing shape, dtypes)]`` of a field: itself, or each entry of a dict
     observation (``SACConfig.obs_parts``), whose keys must be the config's."""
     parts = config.obs_parts if field in ("obs", "next_obs") else {}
     if not parts:
         return [(field, x, shape, dtypes)]
-    if not isinstance(x, dict) or set(x) != set(parts):
-        got = f"keys {sorted(x)}" if isinstance(x, dict) else type(x).__name__
-        _fail(field, f"a dict of {sorted(parts)} (images with a state vector)", got)
+    check_obs_keys(x, config, f"Batch.{field}")
     return [(f"{field}[{k!r}]", x[k], dims, (dtype,)) for k, (dims, dtype) in parts.items()]
 
 
