@@ -31,6 +31,7 @@ from typing import Dict, Optional, Tuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.func import functional_call, stack_module_state
 
 from . import keys
@@ -219,7 +220,9 @@ _THREAD = threading.local()
 
 def thread_template(template: nn.Module) -> nn.Module:
     """This thread's own copy of ``template`` (made on first use; ``template`` itself while
-    compiling), for ``functional_call`` to swap tensors into without racing other threads."""
+    compiling), for ``functional_call`` to swap tensors into without racing other threads. The
+    copy is made outside any fake-tensor mode (a first use may come while an output's structure
+    is found with fake tensors), so its weightless tensors stay on the ``meta`` device."""
     if torch.compiler.is_compiling():
         return template
     copies = getattr(_THREAD, "copies", None)
@@ -227,20 +230,21 @@ def thread_template(template: nn.Module) -> nn.Module:
         copies = _THREAD.copies = weakref.WeakKeyDictionary()
     own = copies.get(template)
     if own is None:
-        own = copies[template] = copy.deepcopy(template)
+        with unset_fake_temporarily():
+            own = copies[template] = copy.deepcopy(template)
     return own
 
 
 # layers ``_run_plain`` applies itself; any other layer without parameters or buffers (ReLU,
 # Tanh, ...) is simply called
-_PLAIN_LAYERS = (nn.Linear, nn.LayerNorm, KeyedDropout, BatchRenorm)
+_PLAIN_LAYERS = (nn.Linear, nn.Conv2d, nn.LayerNorm, KeyedDropout, BatchRenorm)
 _FACTS: "weakref.WeakKeyDictionary[nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
 def _plain_structure(template: nn.Module) -> bool:
-    """Whether ``template`` is an ``nn.Sequential`` of Linear, LayerNorm, KeyedDropout and
-    BatchRenorm layers, of layers without parameters, buffers or children, and of ``Residual``
-    blocks of such layers, none with hooks."""
+    """Whether ``template`` is an ``nn.Sequential`` of Linear, Conv2d (zero padding), LayerNorm,
+    KeyedDropout and BatchRenorm layers, of layers without parameters, buffers or children, and
+    of ``Residual`` blocks of such layers, none with hooks."""
     def hooked(m: nn.Module) -> bool:
         return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
 
@@ -249,7 +253,8 @@ def _plain_structure(template: nn.Module) -> bool:
             return not hooked(m) and all(map(plain, m))
         stateless = (next(iter(m.parameters()), None) is None
                      and next(iter(m.buffers()), None) is None and not list(m.children()))
-        return not hooked(m) and (type(m) in _PLAIN_LAYERS or stateless)
+        zero_padded = type(m) is not nn.Conv2d or m.padding_mode == "zeros"
+        return not hooked(m) and (type(m) in _PLAIN_LAYERS and zero_padded or stateless)
 
     return type(template) is nn.Sequential and not hooked(template) and all(map(plain, template))
 
@@ -286,6 +291,9 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
         kind, at = type(layer), f"{prefix}{name}."
         if kind is nn.Linear:
             x = F.linear(x, params[f"{at}weight"], params.get(f"{at}bias"))
+        elif kind is nn.Conv2d:
+            x = F.conv2d(x, params[f"{at}weight"], params.get(f"{at}bias"), layer.stride,
+                         layer.padding, layer.dilation, layer.groups)
         elif kind is nn.LayerNorm:
             x = F.layer_norm(x, layer.normalized_shape, params.get(f"{at}weight"),
                              params.get(f"{at}bias"), layer.eps)

@@ -25,12 +25,21 @@ def test_a_plain_sequential_runs_directly_and_equals_its_forward():
     assert not torch.equal(_forward(net, {**params, "1.key": keys.make_key(5)}, x), expected)
 
 
+def test_drq_encoder_runs_directly_and_equals_its_forward():
+    torch.manual_seed(0)
+    net = funcsac.encoders.drq_encoder((6, 20, 20), 7)
+    assert _is_plain(net)
+    params, x = module_params(net), torch.rand(3, 6, 20, 20) - 0.5
+    assert torch.equal(_forward(net, params, x), functional_call(net, params, (x,)))
+
+
 def test_modules_with_hooks_state_or_other_structure_use_functional_call():
     hooked = _droq_like()
     hooked[3].register_forward_hook(lambda m, i, o: o * 2)
     batch_norm = nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8))
     nested = nn.Sequential(nn.Sequential(nn.Linear(5, 8)), nn.ReLU())
-    for net in (hooked, batch_norm, nested, funcsac.networks.KeyedDropout(0.1)):
+    reflected = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"))
+    for net in (hooked, batch_norm, nested, reflected, funcsac.networks.KeyedDropout(0.1)):
         assert not _is_plain(net)
     params, x = module_params(hooked), torch.randn(4, 5)
     assert torch.equal(_forward(hooked, params, x), functional_call(hooked, params, (x,)))

@@ -18,7 +18,9 @@ import torch.utils._pytree as pytree
 
 import funcsac
 from funcsac.driver.run.agents import stack, vmap_agents
-from funcsac.stored_compile import artifact_key, compile_stored, store_dir, store_key
+import torch.utils._cxx_pytree as cxx_pytree
+from funcsac.stored_compile import (_output_structure, _with_static, artifact_key, compile_stored,
+                                    store_dir, store_key)
 from helpers import TINY, eval_rows, make_batch, small_config
 
 CFG = small_config(policy_delay=2)
@@ -106,6 +108,32 @@ def test_inputs_it_was_not_compiled_for_are_refused(stored):
         fn(state, smaller)
     with pytest.raises(ValueError, match="compiled for inputs leaf .*int64"):
         fn(state.replace(step=state.step.double()), batch)
+
+
+class _WrappedCritic(torch.nn.Module):
+    """A critic that is no plain ``Sequential``: applied by ``functional_call`` on a thread's
+    copy of its template."""
+
+    def __init__(self, obs_dim, act_dim, hidden_sizes):
+        super().__init__()
+        self.net = funcsac.mlp(obs_dim + act_dim, 1, hidden_sizes)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def test_the_output_structure_is_found_where_no_template_was_copied_yet():
+    """A background compile's first use of a template comes under fake tensors: the thread's
+    copy of it is made outside them (it raised an AssertionError on the meta weights)."""
+    cfg = dataclasses.replace(CFG, critic_factory=_WrappedCritic)
+    state, batch = funcsac.init_state(cfg), make_batch(cfg)
+    found = {}
+    thread = threading.Thread(target=lambda: found.update(
+        structure=_output_structure(funcsac.update, (state, batch))))
+    thread.start()
+    thread.join()
+    eager = _with_static(funcsac.update(state, batch), None)
+    assert found["structure"] == cxx_pytree.tree_structure(eager)
 
 
 def _doubled_critic_loss(*args):
