@@ -47,7 +47,8 @@ class SACConfig:
     along the channels): an encoder, ``encoder_factory(image_shape, obs_dim)`` (default
     ``funcsac.encoders.drq_encoder``), maps them to ``obs_dim`` features, which the actor and the
     critics take. As in DrQ, the encoder is shared by the critics and trained by their loss
-    only (the actor sees its features detached), the targets keep a polyak-averaged copy, and
+    only (the actor sees its features detached), the targets keep a polyak-averaged copy (at
+    the rate ``tau x encoder_tau_scale``: DrQ's 0.05 for the encoder beside 0.01), and
     each gradient step shifts the images by up to ``image_pad`` pixels. With ``state_dim``, each
     observation is a dict of ``"pixels"`` (the images) and ``"state"`` (a ``[state_dim]`` vector
     in ``dtype``, such as proprioception), and the actor and the critics take the encoder's
@@ -98,6 +99,7 @@ class SACConfig:
     image_shape: tuple = ()  # (C, H, W) of uint8 image observations; empty: vectors of obs_dim
     state_dim: int = 0  # images: a state vector of this size beside them (dict observations)
     image_pad: int = 4  # images: DrQ's random shift of up to this many pixels (0: none)
+    encoder_tau_scale: float = 1.0  # images: the target encoder's polyak rate is tau x this
     encoder_factory: Optional[Callable[[tuple, int], nn.Module]] = None  # None: drq_encoder
     scale_rewards: bool = False  # rewards divided by the running std of the discounted return
     actor_factory: Optional[ModuleFactory] = None
@@ -236,6 +238,10 @@ def _check_images(cfg: SACConfig, algorithm) -> None:
              "must be empty (vector observations) or (channels, height, width)", cfg.image_shape)
     _require(_is_int(cfg.image_pad) and cfg.image_pad >= 0, "image_pad",
              "must be an integer >= 0", cfg.image_pad)
+    _require(_is_real(cfg.encoder_tau_scale) and cfg.encoder_tau_scale > 0
+             and not (_is_real(cfg.tau) and cfg.encoder_tau_scale * cfg.tau > 1),
+             "encoder_tau_scale", f"must be a number > 0 whose product with tau ({cfg.tau}) is "
+             "at most 1 (the target encoder's polyak rate)", cfg.encoder_tau_scale)
     _require(_is_int(cfg.state_dim) and cfg.state_dim >= 0, "state_dim",
              "must be an integer >= 0", cfg.state_dim)
     if not cfg.image_shape:

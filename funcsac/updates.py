@@ -125,7 +125,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         if algorithm_of(cfg).target_networks:
             target_critic = _polyak(target_critic, critic, static.critic_trainable, hp.tau)
         if static.encoder is not None:
-            target_encoder = _polyak(target_encoder, encoder, static.encoder_trainable, hp.tau)
+            target_encoder = _polyak(target_encoder, encoder, static.encoder_trainable,
+                                     hp.tau * cfg.encoder_tau_scale)
         metrics = {"critic_loss": c_loss, "q_mean": out.q.mean(),
                    "target_q_mean": out.target.mean(), "critic_grad_norm": c_norm}
         td_error = (out.q.detach() - out.target).abs().mean(0)

@@ -257,7 +257,7 @@ class ReferenceDrQ(ReferenceSAC):
         super().polyak()
         with torch.no_grad():
             for p, tp in zip(self.encoder.parameters(), self.target_encoder.parameters()):
-                tp.add_(self.cfg.tau * (p - tp))
+                tp.add_(self.cfg.tau * self.cfg.encoder_tau_scale * (p - tp))
 
 
 def step_both(state: funcsac.SACState, ref: ReferenceSAC, batch: funcsac.Batch, step: int):

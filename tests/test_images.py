@@ -56,9 +56,10 @@ def test_update_matches_the_drq_reference(state_dim):
     """Critic loss through the shared encoder, the target encoder's polyak average, the actor
     on detached features, every shift drawn from the state's key: step by step as
     reference.ReferenceDrQ computes them with modules, autograd and torch.optim.Adam; with a
-    state vector beside the images (dict observations), the features followed by the state."""
+    state vector beside the images (dict observations), the features followed by the state;
+    the target encoder at its own rate (tau x encoder_tau_scale)."""
     cfg = image_config(dtype=torch.float64, gamma=0.9, tau=0.05, actor_lr=1e-3, image_pad=2,
-                       state_dim=state_dim)
+                       state_dim=state_dim, encoder_tau_scale=3.0)
     state = funcsac.init_state(cfg, seed=1)
     ref = ReferenceDrQ(state)
     for step in range(4):
@@ -174,6 +175,8 @@ def test_image_batches_and_observations_are_checked():
     (dict(image_shape=IMAGE, state_dim=-1), "state_dim"),
     (dict(image_shape=(3, 12, 12)), "image_shape"),
     (dict(image_shape=IMAGE, image_pad=-1), "image_pad"),
+    (dict(image_shape=IMAGE, encoder_tau_scale=0.0), "encoder_tau_scale"),
+    (dict(image_shape=IMAGE, tau=0.5, encoder_tau_scale=3.0), "encoder_tau_scale"),
     (dict(image_shape=IMAGE, normalize_obs=True), "normalize_obs"),
     (dict(image_shape=IMAGE, algorithm="crossq"), "algorithm"),
 ])

@@ -224,6 +224,10 @@ class TrainConfig:
         SACConfig.image_pad,
         "with pixels: each gradient step shifts the frames by up to this many pixels (DrQ; 0: "
         "none)")
+    encoder_tau_scale: float = setting(
+        SACConfig.encoder_tau_scale,
+        "with pixels: the target encoder's polyak rate is tau times this (DrQ: 5, 0.05 beside "
+        "the critics' 0.01)")
     scale_rewards: bool = setting(
         SACConfig.scale_rewards,
         "divide rewards by the running std of the discounted return (as SB3's VecNormalize)")
