@@ -30,6 +30,10 @@ files, and loading writes them back before torch loads the library, so neither i
 nor another compile changes what a stored function runs. Files are written whole to a temporary
 file, then renamed.
 
+The store keeps itself small (``prune_store``, after each save): a function not loaded for 30
+days goes, then the least recently used ones beyond 2 GiB (each holds a compiled library of 5 to
+10 MB), and build folders left for a day that no stored function restores into.
+
 Where the store cannot be used (``fn`` or the code its inputs choose cannot be fingerprinted, the
 store is refused, AOTInductor fails), ``fn`` is compiled with ``torch.compile``, after a warning.
 """
@@ -47,6 +51,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Callable, Optional
@@ -67,6 +72,8 @@ from .registry import POLICIES, algorithm_of
 
 STORE_ENV = "FUNCSAC_COMPILE_STORE"
 KEY_FILE, KEY_BYTES, MAC_BYTES = "key", 32, 32
+DAY_S = 86400.0
+MAX_AGE_S, MAX_BYTES = 30 * DAY_S, 2 * 2**30  # prune_store's limits
 # the wrapper (the C++ that calls the kernels) is built without optimisation or precompiled
 # headers: seconds less to compile, the same update time. The kernels stay vectorised: scalar
 # loops left to g++ compiled in a third of the time but made the update 1.85x slower on an AMD
@@ -182,7 +189,9 @@ def _load(path: Path, key: bytes) -> Optional[tuple]:
     else:
         try:
             function, structure = _restore(path.parent, body)
-            return torch.compiler.load_compiled_function(io.BytesIO(function)), structure
+            loaded = torch.compiler.load_compiled_function(io.BytesIO(function)), structure
+            os.utime(path)  # its time of last use, for prune_store
+            return loaded
         except Exception as e:  # signed but foreign to this torch: compile again and replace it
             why = f"cannot be loaded ({e!r})"
     warnings.warn(f"{path} {why}; removed, compiling again", stacklevel=3)
@@ -230,6 +239,37 @@ def _save(path: Path, key: bytes, compiled, structure, build: Path) -> None:
                          "structure": structure, "build": build.name,
                          "files": {f.name: f.read_bytes() for f in build.iterdir() if f.is_file()}})
     os.replace(_write_temporary(path.parent, path.name + ".", _mac(key, body) + body), path)
+
+
+def prune_store(directory: Path, keep: Path, now: Optional[float] = None,
+                max_age_s: float = MAX_AGE_S, max_bytes: int = MAX_BYTES) -> list:
+    """Remove from the store ``directory`` the stored functions not used (loaded or saved: a
+    file's modification time) for ``max_age_s`` seconds, then the least recently used ones
+    until the rest take at most ``max_bytes``, never ``keep``; then the build folders not
+    modified for a day, except the newest one of each function still stored (an older one was
+    left by a compile that stopped or was replaced; a folder a function records is rewritten
+    when it loads, so none of them is needed to load). ``now``: the time (default the clock's).
+    Returns the paths removed."""
+    now = time.time() if now is None else now
+    stat = {p: p.stat() for p in directory.glob("*.pt2")}
+    removed, total = [], 0
+    for path in sorted(stat, key=lambda p: stat[p].st_mtime, reverse=True):
+        total += stat[path].st_size
+        if path != keep and (now - stat[path].st_mtime > max_age_s or total > max_bytes):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+            total -= stat[path].st_size
+    folders = sorted((p for p in directory.glob(".*-*") if p.is_dir()),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    newest = {}
+    for folder in folders:
+        stem = folder.name[1:].rsplit("-", 1)[0]
+        held = (directory / f"{stem}.pt2").exists() and stem not in newest
+        newest.setdefault(stem, folder)
+        if not held and now - folder.stat().st_mtime > DAY_S:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 @functools.lru_cache(maxsize=None)
@@ -394,4 +434,9 @@ def compile_stored(fn: Callable, args: tuple, name: str,
         _save(path, key, compiled, structure, build)
     except OSError as e:
         warnings.warn(f"compiled {name} could not be saved to {path} ({e})", stacklevel=2)
+    else:
+        try:
+            prune_store(directory, keep=path)
+        except OSError as e:  # another process pruning at the same time, say
+            warnings.warn(f"compile store {directory} not pruned ({e})", stacklevel=2)
     return StoredFunction(compiled, structure, args, path, loaded=False)

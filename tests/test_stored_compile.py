@@ -329,3 +329,34 @@ def test_tune_trials_keep_to_their_machines_private_store(monkeypatch):
     monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
     tune._init_ray(None)
     assert "runtime_env" not in calls[0]
+
+
+def test_the_store_drops_what_is_old_or_beyond_its_size_and_stale_build_folders(tmp_path):
+    """Functions unused for max_age_s go, then the least recently used beyond max_bytes (never
+    the one just saved); build folders left for a day go unless they are the newest of a
+    function still stored."""
+    now, day = 1e9, 86400.0
+
+    def entry(name, age_days, size=0, folders=()):
+        path = tmp_path / f"{name}.pt2"
+        path.write_bytes(b"x" * size)
+        os.utime(path, (now - age_days * day,) * 2)
+        for suffix, folder_age in folders:
+            folder = tmp_path / f".{name}-{suffix}"
+            folder.mkdir()
+            os.utime(folder, (now - folder_age * day,) * 2)
+        return path
+
+    old = entry("update-old", 31, folders=[("a", 31)])
+    big = entry("update-big", 2, size=60)
+    entry("update-kept", 1, size=50, folders=[("new", 5), ("stale", 6)])
+    just = entry("update-just", 40, size=10)
+    (tmp_path / ".update-gone-x").mkdir()  # a stopped compile's, from 3 days ago
+    os.utime(tmp_path / ".update-gone-x", (now - 3 * day,) * 2)
+    (tmp_path / ".update-running-y").mkdir()  # a compile under way
+    os.utime(tmp_path / ".update-running-y", (now - 0.1 * day,) * 2)
+    removed = funcsac.stored_compile.prune_store(tmp_path, keep=just, now=now, max_bytes=100)
+    assert set(removed) == {old, big, tmp_path / ".update-old-a", tmp_path / ".update-kept-stale",
+                            tmp_path / ".update-gone-x"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".update-kept-new", ".update-running-y", "update-just.pt2", "update-kept.pt2"]
