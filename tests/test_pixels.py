@@ -187,3 +187,19 @@ def test_the_drq_preset_trains_from_pixels_at_drqs_sizes(tmp_path):
     assert cfg.pixels and (cfg.image_size, cfg.frame_stack, cfg.image_features) == (84, 3, 50)
     sac = cfg.sac_config(0, 6, image_shape=(9, 84, 84))
     assert sac.obs_dim == 50 and sac.hidden_sizes == (1024, 1024) and sac.image_pad == 4
+
+
+@pytest.mark.slow
+def test_sac_learns_pendulum_from_pixels(tmp_path):
+    """SAC through DrQ's encoder sees only 32x32 frames (3 stacked) of Pendulum, each action
+    repeated 4 times, compiled as in real use. A random policy scores about -1,200 per episode
+    (200 env steps) and a state-based agent that swings up and holds about -150; -400 is only
+    reached by swinging up from most starts, which the frames alone must tell it (the angle, and
+    its velocity from the stack). This seed scored -823 at 4,000 agent steps, -102 at 5,000 and
+    -131 at 6,000 (AMD EPYC, AVX2, 2 cores: 11 minutes from an empty compile store)."""
+    cfg = funcsac.TrainConfig(
+        env_id="Pendulum-v1", pixels=True, image_size=32, frame_stack=3, action_repeat=4,
+        hidden_sizes=(256, 256), batch_size=128, buffer_size=20_000, learning_starts=1000,
+        total_steps=6000, eval_every=1000, eval_episodes=5, progress=False, seed=1)
+    result = funcsac.train(cfg, tmp_path)
+    assert result.evals[-1].return_mean >= -400, [e.return_mean for e in result.evals]

@@ -264,7 +264,9 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
     p, stopped_early = run.progress, run.recorder.stopped
     final = np.mean([e.return_mean for e in p.evals[-len(run.agents):]])
     stopped = "\nfuncsac: stopped by a callback; continue with --resume" if stopped_early else ""
-    print(f"funcsac: {p.env_step} env steps x {len(run.agents)} agent(s), {p.updates} updates "
+    steps = (f"{p.env_step} env steps" if config.action_repeat == 1 else
+             f"{p.env_step} agent steps ({p.env_step * config.action_repeat} env steps)")
+    print(f"funcsac: {steps} x {len(run.agents)} agent(s), {p.updates} updates "
           f"each in {time.perf_counter() - run.start:.1f} s; final eval return {final:.1f}\n"
           f"{run.timings.summary()}{stopped}")
     return TrainResult(run.state, p.evals, stopped_early)
