@@ -82,6 +82,7 @@ class SACConfig:
     target_entropy: Optional[float] = None  # None: the family's default times the scale
     target_entropy_scale: float = 1.0  # -act_dim * scale for the tanh-Gaussian (rlpd: 0.5)
     policy_delay: int = 1
+    target_update_every: int = 1  # gradient steps between the targets' polyak averages (DrQ: 2)
     max_grad_norm: Optional[float] = None  # None: no clipping
     weight_decay: float = 0.0  # decoupled (AdamW); 0 gives Adam
     weight_decay_on: str = "weights"  # "weights" (parameters of >= 2 dims) or "all"
@@ -263,7 +264,7 @@ def validate_config(cfg: SACConfig) -> None:
         _require(isinstance(getattr(cfg, name), str), name, "must be a string", getattr(cfg, name))
     algorithm = algorithm_of(cfg)  # ValueError naming the registered ones
     _check_images(cfg, algorithm)
-    for name in ("obs_dim", "act_dim", "num_critics", "policy_delay"):
+    for name in ("obs_dim", "act_dim", "num_critics", "policy_delay", "target_update_every"):
         v = getattr(cfg, name)
         _require(_is_int(v) and v >= 1, name, "must be an integer >= 1", v)
     _require(len(cfg.hidden_sizes) >= 1 and all(_is_int(h) and h >= 1 for h in cfg.hidden_sizes),

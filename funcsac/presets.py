@@ -73,14 +73,14 @@ PRESETS = {
     # 84x84 frames, 3 stacked, 50 encoder features, 1024x1024 actor and critics, batch 512, a
     # replay buffer of 100,000, learning rates 1e-3, initial temperature 0.1, tau 0.01, log-std
     # in [-10, 2], random shifts of 4 pixels, an actor step every 2 critic steps, 1,000 random
-    # steps first, the target encoder's tau 0.05 (5 x the critics'). Not carried over: the
-    # targets' update every 2 steps (here every step), and action repeat (DMC's 4 or 8: a
-    # property of the task, --action-repeat).
+    # steps first, the targets averaged every 2 steps, the target encoder's tau 0.05 (5 x the
+    # critics'). Not carried over: action repeat (DMC's 4 or 8: a property of the task,
+    # --action-repeat).
     "drq": {"pixels": True, "image_size": 84, "frame_stack": 3, "image_features": 50,
             "image_pad": 4, "hidden_sizes": (1024, 1024), "batch_size": 512,
             "buffer_size": 100_000, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3,
-            "init_alpha": 0.1, "tau": 0.01, "encoder_tau_scale": 5.0, "log_std_min": -10.0,
-            "policy_delay": 2, "learning_starts": 1_000},
+            "init_alpha": 0.1, "tau": 0.01, "encoder_tau_scale": 5.0, "target_update_every": 2,
+            "log_std_min": -10.0, "policy_delay": 2, "learning_starts": 1_000},
 }
 
 # presets that learn from offline data, which the preset cannot carry: refused without it

@@ -122,11 +122,13 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         critic, encoder = ((trained, {}) if static.encoder is None
                            else split_critic_and_encoder(trained))
         target_critic, target_encoder = state.target_critic, state.target_encoder
+        tau = hp.tau if cfg.target_update_every == 1 else torch.where(  # 0: targets kept
+            state.step % cfg.target_update_every == 0, hp.tau, 0.0)
         if algorithm_of(cfg).target_networks:
-            target_critic = _polyak(target_critic, critic, static.critic_trainable, hp.tau)
+            target_critic = _polyak(target_critic, critic, static.critic_trainable, tau)
         if static.encoder is not None:
             target_encoder = _polyak(target_encoder, encoder, static.encoder_trainable,
-                                     hp.tau * cfg.encoder_tau_scale)
+                                     tau * cfg.encoder_tau_scale)
         metrics = {"critic_loss": c_loss, "q_mean": out.q.mean(),
                    "target_q_mean": out.target.mean(), "critic_grad_norm": c_norm}
         td_error = (out.q.detach() - out.target).abs().mean(0)

@@ -125,7 +125,8 @@ class ReferenceSAC:
         critic_loss.backward()
         self._clip(self.critic_params())
         self.critic_opt.step()
-        self.polyak()
+        if self.step % cfg.target_update_every == 0:
+            self.polyak()
 
         obs, k_actor = self.actor_obs(batch, k_actor)
         k_actor, _ = keys.split(k_actor, 2)

@@ -6,7 +6,7 @@ import torch
 import funcsac
 from helpers import make_batch, small_config
 
-CFG = small_config(num_critics=3, num_target_critics=2, policy_delay=2)
+CFG = small_config(num_critics=3, num_target_critics=2, policy_delay=2, target_update_every=2)
 
 
 @pytest.fixture(scope="module")

@@ -57,9 +57,9 @@ def test_update_matches_the_drq_reference(state_dim):
     on detached features, every shift drawn from the state's key: step by step as
     reference.ReferenceDrQ computes them with modules, autograd and torch.optim.Adam; with a
     state vector beside the images (dict observations), the features followed by the state;
-    the target encoder at its own rate (tau x encoder_tau_scale)."""
+    the target encoder at its own rate (tau x encoder_tau_scale), the targets every other step."""
     cfg = image_config(dtype=torch.float64, gamma=0.9, tau=0.05, actor_lr=1e-3, image_pad=2,
-                       state_dim=state_dim, encoder_tau_scale=3.0)
+                       state_dim=state_dim, encoder_tau_scale=3.0, target_update_every=2)
     state = funcsac.init_state(cfg, seed=1)
     ref = ReferenceDrQ(state)
     for step in range(4):

@@ -12,6 +12,7 @@ CASES = {
     "redq_n5_m2": dict(num_critics=5, num_target_critics=2),
     "n5_m5_mean_actor": dict(num_critics=5, num_target_critics=5, actor_q_reduction="mean"),
     "delay3": dict(policy_delay=3),
+    "targets_every3": dict(target_update_every=3),
     "fixed_alpha": dict(learn_alpha=False, init_alpha=0.3),
     "adamw_clip": dict(weight_decay=0.01, max_grad_norm=1.0),
     "adamw_all": dict(weight_decay=0.01, weight_decay_on="all"),

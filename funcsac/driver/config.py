@@ -181,6 +181,10 @@ class TrainConfig:
         SACConfig.policy_delay,
         "critic steps per actor and temperature step (with --utd a multiple of it: that many "
         "critic steps, then one actor step on the last batch)")
+    target_update_every: int = setting(
+        SACConfig.target_update_every,
+        "gradient steps between the target networks' polyak averages (SB3's "
+        "target_update_interval; DrQ: 2)")
     max_grad_norm: Optional[float] = setting(
         SACConfig.max_grad_norm,
         "clip each network's gradient to this global norm (none: no clipping)")
