@@ -239,8 +239,10 @@ def _check_images(cfg: SACConfig, algorithm) -> None:
              "must be empty (vector observations) or (channels, height, width)", cfg.image_shape)
     _require(_is_int(cfg.image_pad) and cfg.image_pad >= 0, "image_pad",
              "must be an integer >= 0", cfg.image_pad)
+    # a tau out of [0, 1] is left to its own check
     _require(_is_real(cfg.encoder_tau_scale) and cfg.encoder_tau_scale > 0
-             and not (_is_real(cfg.tau) and cfg.encoder_tau_scale * cfg.tau > 1),
+             and not (_is_real(cfg.tau) and 0 <= cfg.tau <= 1
+                      and cfg.encoder_tau_scale * cfg.tau > 1),
              "encoder_tau_scale", f"must be a number > 0 whose product with tau ({cfg.tau}) is "
              "at most 1 (the target encoder's polyak rate)", cfg.encoder_tau_scale)
     _require(_is_int(cfg.state_dim) and cfg.state_dim >= 0, "state_dim",

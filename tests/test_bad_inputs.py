@@ -24,7 +24,8 @@ OUT_OF_RANGE = {
     "checkpoint_every": -1, "log_every": 0, "device": "nonsense", "dtype": "float16",
     "hidden_sizes": (0,), "num_critics": 0, "num_target_critics": 3, "gamma": 1.5, "tau": -0.1,
     "actor_lr": -1.0, "critic_lr": -1.0, "alpha_lr": -1.0, "init_alpha": 0.0,
-    "target_entropy": math.inf, "policy_delay": 0, "max_grad_norm": 0.0, "weight_decay": -1.0,
+    "target_entropy": math.inf, "policy_delay": 0, "target_update_every": 0,
+    "max_grad_norm": 0.0, "weight_decay": -1.0,
     "adam_betas": (0.9, 1.0), "adam_eps": -1.0, "log_std_min": 3.0, "log_std_max": -6.0,
     "actor_q_reduction": "max", "critic_dropout": 1.0, "weight_decay_on": "biases",
     "wandb_project": "team/project", "wandb_mode": "cloud", "n_step": 0, "priority_alpha": -0.1,
@@ -34,7 +35,7 @@ OUT_OF_RANGE = {
     "network": "resnet", "actor_hidden_sizes": (0,), "reset_every": -1,
     "alpha_adam_betas": (0.9, 1.0), "target_entropy_scale": math.inf,
     "image_size": 0, "frame_stack": 0, "image_features": 0, "image_pad": -1,
-    "action_repeat": 0,
+    "encoder_tau_scale": 0.0, "action_repeat": 0,
 }
 FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
 
