@@ -39,6 +39,7 @@ store is refused, AOTInductor fails), ``fn`` is compiled with ``torch.compile``,
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -190,10 +191,12 @@ def _load(path: Path, key: bytes) -> Optional[tuple]:
         try:
             function, structure = _restore(path.parent, body)
             loaded = torch.compiler.load_compiled_function(io.BytesIO(function)), structure
-            os.utime(path)  # its time of last use, for prune_store
-            return loaded
         except Exception as e:  # signed but foreign to this torch: compile again and replace it
             why = f"cannot be loaded ({e!r})"
+        else:
+            with contextlib.suppress(OSError):  # its time of last use, for prune_store
+                os.utime(path)
+            return loaded
     warnings.warn(f"{path} {why}; removed, compiling again", stacklevel=3)
     path.unlink(missing_ok=True)
     return None
