@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 
 from . import keys
-from .batch import check_obs_keys, map_obs
+from .batch import field_parts, map_obs
 from .encoders import prepare_images
 from .networks import apply_encoder
 from .normalize import normalize_obs
@@ -25,12 +25,9 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     sample. The standard normal ``noise [B, act_dim]`` is given or drawn with ``key``."""
     cfg = state.config
     device = torch.device(cfg.device)
-    parts = cfg.obs_parts
-    check_obs_keys(obs, cfg, "obs")
-    items = ([(f"obs[{k!r}]", obs[k], dims, dtype) for k, (dims, dtype) in parts.items()]
-             if parts else [("obs", obs, cfg.obs_shape, cfg.obs_dtype)])
     lead = None  # the batch dimensions, which every entry shares
-    for label, x, dims, dtype in items:
+    for label, x, dims, (dtype,) in field_parts(obs, "obs", cfg, cfg.obs_shape,
+                                                (cfg.obs_dtype,), owner=""):
         if not isinstance(x, torch.Tensor):
             raise ValueError(f"{label}: expected a tensor, got {type(x).__name__}")
         if (tuple(x.shape[-len(dims):]) != dims or x.dim() not in (len(dims), len(dims) + 1)

@@ -68,13 +68,15 @@ def check_obs_keys(obs, config: SACConfig, label: str) -> None:
                          f"vector), got {got}")
 
 
-def _parts(x, field: str, config: SACConfig, shape: tuple, dtypes: tuple) -> list:
+def field_parts(x, field: str, config: SACConfig, shape: tuple, dtypes: tuple,
+                owner: str = "Batch.") -> list:
     """``[(label, tensor, trailing shape, dtypes)]`` of a field: itself, or each entry of a dict
-    observation (``SACConfig.obs_parts``), whose keys must be the config's."""
+    observation (``SACConfig.obs_parts``), whose keys must be the config's (an error names the
+    field after ``owner``)."""
     parts = config.obs_parts if field in ("obs", "next_obs") else {}
     if not parts:
         return [(field, x, shape, dtypes)]
-    check_obs_keys(x, config, f"Batch.{field}")
+    check_obs_keys(x, config, owner + field)
     return [(f"{field}[{k!r}]", x[k], dims, (dtype,)) for k, (dims, dtype) in parts.items()]
 
 
@@ -98,7 +100,7 @@ def check_batch_structure(batch, config: SACConfig) -> None:
     for field, dims in trailing.items():
         allowed = ((config.dtype, torch.bool) if field == "terminated" else
                    (config.obs_dtype,) if field in ("obs", "next_obs") else (config.dtype,))
-        for part in _parts(getattr(batch, field), field, config, dims, allowed):
+        for part in field_parts(getattr(batch, field), field, config, dims, allowed):
             _check_tensor(*part, b, device)
 
 
@@ -120,7 +122,7 @@ def check_batch(batch, config: SACConfig) -> None:
     (a host sync), so drivers call it outside the compiled update."""
     check_batch_structure(batch, config)
     for field in Batch._fields:
-        for label, x, _, _ in _parts(getattr(batch, field), field, config, (), ()):
+        for label, x, _, _ in field_parts(getattr(batch, field), field, config, (), ()):
             if x.is_floating_point() and not bool(torch.isfinite(x).all()):
                 _fail(label, "finite values", "NaN or inf")
     family = POLICIES[config.policy]
