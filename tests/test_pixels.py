@@ -89,6 +89,12 @@ def test_a_pixels_run_resumes_bit_for_bit_loads_and_acts(tmp_path, monkeypatch, 
     assert action.shape == (1,) and -2.0 <= action[0] <= 2.0
     expected = funcsac.act(straight.state, funcsac.map_obs(torch.as_tensor, obs))
     np.testing.assert_allclose(action, 2.0 * expected.numpy(), atol=1e-6)
+    # frames scaled to floats would be truncated to 0 and 1 by a cast: refused, naming the entry
+    scaled = {**obs, "pixels": obs["pixels"] / 255.0} if with_state else obs / 255.0
+    label = "obs\\['pixels'\\]" if with_state else "obs"
+    for frames in (scaled, funcsac.map_obs(torch.as_tensor, scaled)):
+        with pytest.raises(ValueError, match=f"{label}: expected uint8 images .* got .*float64"):
+            agent.act(frames)
 
 
 def test_action_repeat_sums_the_repeated_steps_rewards_and_stops_at_the_episodes_end():
