@@ -23,8 +23,8 @@ def save_buffer(run_dir: Path, agent: int, buffer: ReplayBuffer, manifest: dict)
     """Write the rows added since ``manifest`` (the buffer's entry of the last checkpoint, or
     ``{}``) to a new chunk file; returns the buffer's new entry. Nothing is deleted here."""
     saved = manifest.get("added", 0)
-    chunks = [c for c in manifest.get("chunks", []) if c[1] > buffer.oldest]
-    start = max(saved, buffer.oldest)
+    chunks = [c for c in manifest.get("chunks", []) if c[1] > buffer.first_held]
+    start = max(saved, buffer.first_held)
     if start < buffer.added:
         path = _chunk_path(run_dir, agent, start, buffer.added)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,10 +73,10 @@ def load_buffer(run_dir: Path, agent: int, buffer: ReplayBuffer, manifest: dict)
         raise CheckpointError(f"checkpoint buffer capacity {capacity} != {buffer.capacity}")
     for start, stop in chunks:
         batch = _load_chunk(_chunk_path(run_dir, agent, start, stop), stop - start, buffer)
-        first = max(start, added - capacity)
+        first = max(start, added - buffer.slots)
         buffer.write(first, {k: x[first - start:] for k, x in batch.items()})
     buffer.added = added
-    covered = sum(min(b, added) - max(a, added - capacity) for a, b in chunks)
-    if covered != buffer.size:
+    covered = sum(min(b, added) - max(a, added - buffer.slots) for a, b in chunks)
+    if covered != added - buffer.first_held:
         raise CheckpointError(f"checkpoint's replay chunks hold {covered} live rows, expected "
-                              f"{buffer.size}")
+                              f"{added - buffer.first_held}")

@@ -88,7 +88,7 @@ class Collector:
         for i, buffer in enumerate(self.buffers):
             mine = env // n == i
             buffer.add({k: map_obs(lambda x: torch.as_tensor(x[mine]), v)
-                        for k, v in rows.items()})
+                        for k, v in rows.items()}, streams=env[mine] % n)
 
     def _observe(self, state, valid, reward, done):
         """``state`` with the running statistics updated by this step's observations and running

@@ -36,6 +36,7 @@ from ...updates import update, update_with_aux
 from ...utd import make_update_many
 from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
 from ..replay.buffer import ReplayBuffer, row_shapes
+from ..replay.frames import FrameStacks
 from ..config import TrainConfig
 from ..envs.spec import EnvSpec
 from ..replay.sampling import sample_batches
@@ -71,9 +72,12 @@ def replay_buffer(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
                 else None)
     obs_dtype = ({k: dtype for k, (_, dtype) in sac_config.obs_parts.items()}
                  or sac_config.obs_dtype)
+    frames = (FrameStacks(config.frame_stack, 3, config.num_envs,
+                          "obs.pixels" if config.pixels_with_state else "obs")
+              if config.pixels and config.frame_stack > 1 else None)  # stacked frames kept once
     return ReplayBuffer(capacity or config.buffer_size, spec.obs_shape, spec.action_size,
                         torch.device(sac_config.device), sac_config.dtype, config.n_step, priority,
-                        obs_dtype)
+                        obs_dtype, frames)
 
 
 def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
