@@ -110,3 +110,15 @@ def test_what_stacked_frames_cannot_keep_once_is_refused():
     buffer = _buffer(True)
     buffer.add(rows(first, torch.cat([first[:, 3:], frames[:, :3]], 1)), torch.tensor([0]))
     assert buffer.added == 1
+    # a refused step stores nothing and leaves each environment's last row as it was: a row
+    # that would continue its first (valid) row has nothing to continue
+    before = {k: v.clone() for k, v in buffer.data.items()}
+    good_next = torch.cat([first[:, 3:], frames[:, :3]], 1)
+    two = {k: torch.cat([a, b]) for (k, a), b in zip(rows(first, good_next).items(),
+                                                     rows(first, shifted).values())}
+    with pytest.raises(ValueError, match="replay row 2: its next_obs is not its obs shifted"):
+        buffer.add(two, torch.tensor([1, 0]))
+    assert buffer.added == 1 and all(torch.equal(before[k], v) for k, v in buffer.data.items())
+    with pytest.raises(ValueError, match="replay row 1: its obs is neither"):
+        buffer.add(rows(good_next, torch.cat([good_next[:, 3:], frames[:, :3]], 1)),
+                   torch.tensor([1]))

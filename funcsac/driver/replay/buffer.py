@@ -112,7 +112,7 @@ class ReplayBuffer:
         n, oldest = len(rows["reward"]), self.oldest
         if self.frames is not None:
             streams = torch.arange(n) if streams is None else torch.as_tensor(streams)
-            rows = self.frames.encode(rows, streams, self.added, self._stream_ends())
+            rows, ends = self.frames.encode(rows, streams, self.added, self._stream_ends())
         keep = min(n, self.slots)
         self.write(self.added + n - keep, {k: v[n - keep:] for k, v in rows.items()})
         if self.tree is not None:
@@ -123,7 +123,8 @@ class ReplayBuffer:
             self.pending.append((self._positions(self.added + n - keep, self.added + n),
                                  self.max_priority.expand(keep)))
         self.added += n
-        self._ends_at = self.added
+        if self.frames is not None:
+            self._ends, self._ends_at = ends, self.added
 
     def write(self, start: int, rows: Rows) -> None:
         """Store ``rows`` as rows ``start, start + 1, ...`` (at most ``slots`` of them)."""

@@ -49,15 +49,16 @@ class FrameStacks:
         frame = (self.c, *shapes[self.field][1:])
         return {**shapes, self.field: frame, self.next_field: frame, "prev": (), "stream": ()}
 
-    def encode(self, rows: Rows, streams: torch.Tensor, first: int, last: dict) -> Rows:
+    def encode(self, rows: Rows, streams: torch.Tensor, first: int, last: dict):
         """``rows`` (numbered ``first, first + 1, ...``, of environments ``streams [n]``) as
-        the buffer keeps them; ``last`` maps each environment to its newest row and that row's
-        next observation (on the CPU; updated here). ``ValueError`` where an observation is
+        the buffer keeps them, and ``last`` with these rows: ``last`` maps each environment to
+        its newest row and that row's next observation (on the CPU; not changed here, so a
+        refused step leaves it as it was). ``ValueError`` where an observation is
         neither the previous next observation of its environment nor an episode's first (one
         frame repeated), or a next observation is not the observation shifted by one frame."""
         obs, nxt = (torch.as_tensor(rows[f]).cpu() for f in (self.field, self.next_field))
         c = self.c
-        prev = torch.full((len(obs),), -1, dtype=torch.int64)
+        prev, last = torch.full((len(obs),), -1, dtype=torch.int64), dict(last)
         for i, s in enumerate(streams.tolist()):
             o, n = obs[i], nxt[i]
             row, before = last.get(s, (None, None))
@@ -74,17 +75,15 @@ class FrameStacks:
                                  f"{self.field} shifted by one frame of {c} channels")
             last[s] = (first + i, n)
         return {**rows, self.field: obs[:, -c:], self.next_field: nxt[:, -c:], "prev": prev,
-                "stream": streams.to(torch.int64)}
+                "stream": streams.to(torch.int64)}, last
 
     def stacks(self, data: Rows, rows: Rows, positions: torch.Tensor, slots: int) -> Rows:
-        """``rows`` (the buffer's rows at ``positions [B]``) with their observation and next
-        observation stacked again, ``[B, k * c, H, W]``, and without ``prev`` and
-        ``stream``."""
+        """``rows`` (the buffer's rows at ``positions [B]``, ``data``'s other fields) with their
+        observation and next observation stacked again, ``[B, k * c, H, W]``."""
         frames, at = [rows[self.field]], positions
         for _ in range(self.k - 1):  # back along the episode; its first frame repeats
             before = torch.index_select(data["prev"], 0, at)
             at = torch.where(before >= 0, before % slots, at)
             frames.insert(0, torch.index_select(data[self.field], 0, at))
-        rows = {k: v for k, v in rows.items() if k not in ("prev", "stream")}
         return {**rows, self.field: torch.cat(frames, 1),
                 self.next_field: torch.cat(frames[1:] + [rows[self.next_field]], 1)}
