@@ -57,14 +57,16 @@ class ReplayBuffer:
     """Ring buffer of ``capacity`` transitions; the oldest rows are overwritten first.
 
     Rows are numbered by insertion: ``added`` rows have been written in all, and row ``t`` (for
-    ``added - size <= t < added``) lives at position ``t % capacity``. With ``priority``
+    ``first_held <= t < added``) lives at position ``t % slots``; draws come from the newest
+    ``size`` of them (``oldest <= t``). With ``priority``
     (prioritized replay's ``(alpha, epsilon)``), rows are drawn in proportion to their priority
     ``(|td_error| + epsilon) ** alpha``; a new row gets the largest priority given so far.
     Observations are kept in ``obs_dtype`` (default ``dtype``; ``uint8`` for images; a dict
     observation's ``{key: dtype}``, as ``obs_shape`` is ``{key: shape}``), the other fields in
-    ``dtype``. With ``frames`` (``FrameStacks``), stacked frames are kept once: a row holds its
-    newest frames and a link to the row before it, and ``frames.margin`` rows beyond
-    ``capacity`` are held (not drawn) for the oldest rows' stacks.
+    ``dtype``. With ``frames`` (``FrameStacks``), stacked frames are not kept whole: a row holds
+    its newest frames and a link to the row before it, and ``slots`` is ``capacity`` plus
+    ``frames.margin`` rows, held (not drawn) for the oldest drawn rows' stacks; else ``slots`` is
+    ``capacity``.
     Priority writes wait in a queue and reach the tree in one ``set`` just before the next draw
     (or checkpoint), in the order they were made.
     """
