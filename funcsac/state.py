@@ -15,7 +15,8 @@ from torch import nn
 from . import keys
 from .config import SACConfig
 from .encoders import drq_encoder
-from .networks import Params, build_network, cast_params, decay_mask, module_params, stack_params
+from .networks import (Params, build_network, cast_params, decay_mask, module_params,
+                       param_shapes, stack_params)
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
 from .registry import POLICIES, algorithm_of
@@ -246,14 +247,16 @@ def reset_params(state: SACState) -> SACState:
 
 
 def _check_params(name: str, params: Params, template: nn.Module, lead: tuple) -> None:
-    expected = {k: lead + tuple(v.shape) for k, v in
-                {**dict(template.named_parameters()), **dict(template.named_buffers())}.items()}
+    shapes = param_shapes(template)
+    if params.keys() == shapes.keys() and all(
+            tuple(v.shape) == lead + shapes[k] for k, v in params.items()):
+        return
+    expected = {k: lead + s for k, s in shapes.items()}
     got = {k: tuple(v.shape) for k, v in params.items()}
     wrong = sorted(set(got) ^ set(expected)) + [k for k in expected if k in got
                                                    and got[k] != expected[k]]
-    if wrong:
-        raise ValueError(f"SACState.{name} does not match its config at {wrong}: expected "
-                         f"parameter shapes {expected}, got {got}")
+    raise ValueError(f"SACState.{name} does not match its config at {wrong}: expected "
+                     f"parameter shapes {expected}, got {got}")
 
 
 def check_state(state: SACState) -> None:

@@ -22,6 +22,7 @@ import torch.utils._pytree as pytree
 from . import keys
 from .batch import Batch, check_batch_structure
 from .encoders import prepare_images
+from .grads import grad_and_value
 from .losses import Losses
 from .networks import Params, apply_encoder
 from .normalize import normalize_obs, scale_reward
@@ -54,8 +55,7 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
     the loss's new buffers (``out.buffers``) replace the old. Returns ``(params, opt_state,
     grad_norm, (loss, out))``."""
     train = trainable(params, mask)
-    grads, (loss, out) = torch.func.grad_and_value(
-        lambda p, *a: loss_fn({**params, **p}, *a), has_aux=True)(train, *args)
+    grads, (loss, out) = grad_and_value(lambda p, *a: loss_fn({**params, **p}, *a))(train, *args)
     if not hasattr(out, "buffers"):
         raise TypeError(f"{getattr(loss_fn, '__qualname__', loss_fn)} returned (loss, "
                         f"{type(out).__name__}); a critic loss returns (loss, funcsac.CriticOut), "
@@ -153,8 +153,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             fns.actor, state.actor, static.actor_trainable, state.actor_opt, hp.actor_lr,
             cfg, state.critic, static, batch.obs, alpha, key)
         log_prob = out.log_prob.detach()
-        t_grad, (t_loss, _) = torch.func.grad_and_value(fns.temperature, has_aux=True)(
-            state.log_alpha, log_prob, hp.target_entropy)
+        t_grad, (t_loss, _) = grad_and_value(fns.temperature)(state.log_alpha, log_prob,
+                                                              hp.target_entropy)
         log_alpha, alpha_opt = state.log_alpha, state.alpha_opt
         if cfg.learn_alpha:
             new_la, alpha_opt, _ = adam_update({"log_alpha": t_grad}, alpha_opt,
