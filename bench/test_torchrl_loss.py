@@ -13,7 +13,7 @@ from torch import nn
 import funcsac
 from funcsac import keys
 from measure import cold_first_call_s, count_flops, synced
-from workloads import random_batch
+from workloads import batch_fields, random_batch
 
 OBS, ACT, BATCH, CELLS = 8, 4, 128, 128
 HIDDEN = (CELLS, CELLS, CELLS, 64, CELLS, CELLS)
@@ -55,7 +55,7 @@ def _torchrl_step(compiled, backward, device):
     torch.manual_seed(0)
     loss = torchrl_sac.sac_speed_loss(OBS, ACT, CELLS).to(device)
     cfg = funcsac.SACConfig(obs_dim=OBS, act_dim=ACT, device=str(device))
-    td = torchrl_sac.tensordict_batch(*random_batch(cfg, BATCH))
+    td = torchrl_sac.tensordict_batch(*batch_fields(random_batch(cfg, BATCH)))
     fn = torch.compile(loss) if compiled else loss
 
     def forward_backward():

@@ -19,7 +19,7 @@ import funcsac
 from compile_time import new_process_compile_s
 from imperative_sac import ImperativeSAC
 from measure import cold_first_call_s, count_flops, matmul_gflops, peak_step_mib, synced
-from workloads import WORKLOADS, random_batch, stepper, workload_config
+from workloads import WORKLOADS, batch_fields, random_batch, stepper, workload_config
 
 IMPLEMENTATIONS = ["imperative-eager", "imperative-compiled", "torchrl-eager", "torchrl-compiled",
                    "jax-jit",
@@ -47,19 +47,20 @@ def _funcsac_step(cfg, batch, variant):
 def _module_step(impl, cfg, batch):
     torch.manual_seed(0)
     sizes = (cfg.obs_dim, cfg.act_dim, cfg.hidden_sizes, cfg.num_critics, cfg.num_target_critics)
+    fields = batch_fields(batch)
     if impl == "jax-jit":
         if cfg.device != "cpu":
             pytest.skip("the JAX reference runs on the CPU build of jax")
         jax_sac = pytest.importorskip("jax_sac", exc_type=ImportError)
         sac = jax_sac.JaxSAC(*sizes)
-        args = jax_sac.numpy_batch(*batch)
+        args = jax_sac.numpy_batch(*fields)
         return lambda: sac.update(*args)
     if impl.startswith("torchrl"):
         torchrl_sac = pytest.importorskip("torchrl_sac", exc_type=ImportError)
         sac = torchrl_sac.TorchRLSAC(*sizes, device=cfg.device)
-        args = (torchrl_sac.tensordict_batch(*batch),)
+        args = (torchrl_sac.tensordict_batch(*fields),)
     else:
-        sac, args = ImperativeSAC(*sizes, device=cfg.device), tuple(batch)
+        sac, args = ImperativeSAC(*sizes, device=cfg.device), fields
     fn = torch.compile(sac.update) if impl.endswith("compiled") else sac.update
     return lambda: fn(*args)
 

@@ -40,3 +40,9 @@ def random_batch(cfg: funcsac.SACConfig, batch_size: int = BATCH_SIZE, seed: int
         next_obs=torch.randn(batch_size, cfg.obs_dim, generator=g),
         terminated=torch.zeros(batch_size))
     return funcsac.Batch(*(x.to(cfg.device) for x in batch))
+
+
+def batch_fields(batch: funcsac.Batch) -> tuple:
+    """The one-step fields the reference implementations take: ``(obs, action, reward, next_obs,
+    terminated)``."""
+    return batch.obs, batch.action, batch.reward, batch.next_obs, batch.terminated
