@@ -1,7 +1,9 @@
 import os
 
 import pytest
-import torch
+
+import funcsac  # noqa: F401  before torch, as funcsac train: MKL's kernels (funcsac.blas)
+import torch  # noqa: E402
 
 
 def pytest_addoption(parser):

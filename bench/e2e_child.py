@@ -46,9 +46,8 @@ def evaluate(policy, env_id: str, episodes: int) -> float:
 
 
 def run_funcsac(task: dict, seed: int, peer_lrs: bool) -> dict:
+    import funcsac  # before torch, as funcsac train does: MKL's kernels (funcsac.blas)
     import torch
-
-    import funcsac
     from funcsac.driver.run import recorder
     from funcsac.driver.envs.spec import env_spec, scale_action
     from funcsac.driver.envs.make import make_vector_env

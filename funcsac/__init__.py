@@ -1,4 +1,8 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
+from . import blas
+
+blas.prepare()  # before torch is imported: MKL chooses its kernels once (funcsac.blas)
+
 from . import encoders, keys, presets, registry
 from .acting import act
 from .batch import Batch, check_batch, map_obs

@@ -1,7 +1,8 @@
 """What floating-point results depend on beyond a computation's inputs: the torch build, the
-CPU's instruction set, the intra-op threads and the GPU. BLAS (MKL), oneDNN and inductor choose
-kernels by instruction set, shape and thread count, and torch's reductions split their work by
-thread, so the same inputs give bitwise the same results only where all of these are equal."""
+CPU's instruction set, MKL's kernels (``funcsac.blas``), the intra-op threads and the GPU. BLAS
+(MKL), oneDNN and inductor choose kernels by instruction set, shape and thread count, and torch's
+reductions split their work by thread, so the same inputs give bitwise the same results only
+where all of these are equal."""
 from __future__ import annotations
 
 import functools
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Dict, List
 
 import torch
+
+from . import blas
 
 
 @functools.lru_cache(maxsize=None)
@@ -33,6 +36,7 @@ def numerics(device) -> Dict[str, str]:
     cpu = cpu_description()
     device = torch.device(device)
     return {"torch": str(torch.__version__), "cpu": cpu["model"],
+            "mkl": "answered" if blas.answered else "shipped",
             "cpu_flags": hashlib.sha256(cpu["flags"].encode()).hexdigest()[:16],
             "threads": str(torch.get_num_threads()),
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else ""}

@@ -1,0 +1,192 @@
+"""MKL's own kernels for the CPU on AMD processors, chosen by a measurement.
+
+torch's CPU build multiplies matrices with Intel's MKL, which picks its kernels by asking whether
+the CPU is Intel's (``mkl_serv_intel_cpu_true``); on an AMD CPU it answers no and runs a generic
+path, whatever the CPU's instruction set. A shared library of two functions answering yes, loaded
+with global symbols before torch, makes MKL run the kernels of the CPU's instruction set: on a
+2-core AMD EPYC with AVX-512 (Zen 5) the products of a SAC update ran 2.0-2.4x faster (256x256x256
+185 -> 400 GFLOP/s) and the compiled update 1.4-1.7x faster (``bench/ANALYSIS.md``).
+
+``prepare()``, called by ``import funcsac`` before it imports torch, does this when
+
+- ``FUNCSAC_MKL_VENDOR_CHECK`` is ``answered``, or ``auto`` (the default) and a measurement
+  chose it: on an x86-64 Linux AMD CPU, two child processes multiply matrices of a SAC update's
+  shapes, one as shipped and one answered; the answered path is kept when its products equal
+  the shipped ones' to rounding and take at most 0.9 of their time. The verdict is kept per CPU
+  model, instruction set and torch version in ``funcsac/mkl.json`` in the user's cache folder,
+  so it is measured once (about 5 s) and a machine's processes all agree;
+- torch is not imported yet (after it, MKL has chosen) and a C compiler (``cc``) builds the
+  library, from the source below, into a new private folder, for this process only.
+
+The choice made goes into the environment (``answered`` or ``shipped``), so that child processes
+(a background compile, a tool's subprocess) make the same one.
+
+``shipped`` leaves MKL as it is. The choice changes rounding only, never what is computed; it is
+recorded with a run's numerics (``funcsac.machine.numerics``), as a resumed run is bitwise the
+same only on the same kernels. Undocumented MKL internals: nothing depends on it for
+correctness, and anything unexpected leaves MKL as shipped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+ENV = "FUNCSAC_MKL_VENDOR_CHECK"
+CHOICES = ("auto", "answered", "shipped")
+SOURCE = ("int mkl_serv_intel_cpu_true(void) { return 1; }\n"
+          "int mkl_serv_intel_cpu(void) { return 1; }\n")
+KEEP_BELOW = 0.9  # the answered path's time over the shipped one's that keeps it
+
+answered = False  # whether this process loaded the library (read by funcsac.machine)
+
+# a child's measurement: products of a SAC update's shapes (hidden layers, a small-K input
+# layer, a narrow head, a pair of critics) timed, best of 7, and their largest error against
+# numpy's float64 products (OpenBLAS, which the library does not touch)
+PROBE = r"""
+import ctypes, json, sys, time
+if sys.argv[1]:
+    ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+import torch
+g = torch.Generator().manual_seed(0)
+pairs = [(torch.randn(m, k, generator=g), torch.randn(k, n, generator=g))
+         for m, k, n in [(256, 256, 256), (256, 23, 256), (256, 256, 12)]]
+pairs.append((torch.randn(2, 256, 256, generator=g), torch.randn(2, 256, 256, generator=g)))
+error = max(float(abs(torch.matmul(a, b).double().numpy()
+                      - a.double().numpy() @ b.double().numpy()).max()) for a, b in pairs)
+best = float("inf")
+for _ in range(7):
+    start = time.perf_counter()
+    for _ in range(20):
+        for a, b in pairs:
+            torch.matmul(a, b)
+    best = min(best, time.perf_counter() - start)
+print(json.dumps({"seconds": best, "error": error}))
+"""
+
+
+def _cpu() -> dict:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    return {"vendor": fields.get("vendor_id", ""), "model": fields.get("model name", ""),
+            "flags": hashlib.sha256(fields.get("flags", "").encode()).hexdigest()[:16]}
+
+
+def _torch_version() -> Optional[str]:
+    try:
+        from importlib.metadata import version
+        return version("torch")
+    except Exception:
+        return None
+
+
+def _verdict_path() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "funcsac" / "mkl.json"
+
+
+def _build(folder: str) -> Optional[str]:
+    """The library compiled into ``folder`` (its path), or None without a working compiler."""
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if compiler is None:
+        return None
+    path = os.path.join(folder, "libmkl_answer.so")
+    try:
+        subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-x", "c", "-", "-o", path],
+                       input=SOURCE.encode(), check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path
+
+
+def _probe(library: str) -> Optional[dict]:
+    """A child's measurement (``PROBE``), with the library or without (``""``)."""
+    env = {**os.environ, ENV: "shipped"}
+    try:
+        done = subprocess.run([sys.executable, "-c", PROBE, library], capture_output=True,
+                              timeout=300, env=env, check=True)
+        return json.loads(done.stdout.decode().strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def measure(library: str) -> dict:
+    """The verdict of one measurement: shipped and answered seconds, the answered products'
+    largest error, and ``answered`` (keep the library): its products within float32 rounding of
+    sums of 256 standard normal products (1e-3) and its time at most ``KEEP_BELOW`` of the
+    shipped one's."""
+    shipped, answer = _probe(""), _probe(library)
+    if shipped is None or answer is None:
+        return {"answered": False, "why": "a measurement failed"}
+    ratio = answer["seconds"] / shipped["seconds"]
+    return {"answered": answer["error"] <= 1e-3 and ratio <= KEEP_BELOW,
+            "ratio": round(ratio, 3), "error": answer["error"],
+            "shipped_s": shipped["seconds"], "answered_s": answer["seconds"]}
+
+
+def _remembered(identity: dict, library: str) -> dict:
+    """The verdict for this machine: read from the cache folder, else measured and written
+    there (whole, by a rename)."""
+    path = _verdict_path()
+    try:
+        saved = json.loads(path.read_text())
+        if saved.get("identity") == identity:
+            return saved["verdict"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    verdict = measure(library)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mkl-", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"identity": identity, "verdict": verdict}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return verdict
+
+
+def prepare() -> bool:
+    """Load the library when the setting (``ENV``) and the machine call for it (see the module's
+    docstring); returns whether this process runs MKL answered."""
+    global answered
+    choice = os.environ.get(ENV, "auto")
+    if choice not in CHOICES:
+        raise ValueError(f"{ENV} must be one of {', '.join(CHOICES)}, got {choice!r}")
+    cpu = _cpu()
+    if (answered or choice == "shipped" or platform.system() != "Linux"
+            or platform.machine() != "x86_64" or cpu.get("vendor") != "AuthenticAMD"):
+        return answered
+    if "torch" in sys.modules:  # MKL is bound already; child processes do as this one
+        os.environ[ENV] = "shipped"
+        return False
+    import ctypes
+    folder = tempfile.mkdtemp(prefix="funcsac-mkl-")  # mode 0700: only this user writes it
+    try:
+        library = _build(folder)
+        if library is None:
+            return False
+        if choice == "auto":
+            identity = {**cpu, "torch": _torch_version(), "python": sys.version.split()[0]}
+            if not _remembered(identity, library).get("answered"):
+                return False
+        ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+        answered = True
+    except OSError:
+        return False
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the loaded library stays mapped
+        # child processes (a background compile, a tool's subprocess) make the same choice
+        os.environ[ENV] = "answered" if answered else "shipped"
+    return answered
