@@ -9,9 +9,8 @@ import argparse
 import statistics
 import time
 
+import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.blas)
 import torch
-
-import funcsac
 from imperative_sac import ImperativeSAC
 from results_md import machine
 from workloads import WORKLOADS, batch_fields, random_batch, stepper, workload_config

@@ -6,6 +6,7 @@ The update is the one ``funcsac train`` runs on Pendulum-v1 (obs 3, act 1, 256x2
 """
 import statistics
 
+import funcsac  # noqa: F401  before torch, as funcsac train: MKL's kernels (funcsac.blas)
 import numpy as np
 import torch
 

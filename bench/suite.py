@@ -116,13 +116,18 @@ def _spread(values: list) -> str:
     return f"{mean:,.0f} ± {statistics.stdev(values):,.0f}" if len(values) > 1 else f"{mean:,.0f}"
 
 
+def _cpu(machine: str) -> str:
+    """A ``results_md.machine`` string without its core count: ``AMD EPYC (AVX2)``."""
+    return machine.rsplit(",", 1)[0]
+
+
 def report(results: Path, image: Path) -> str:
     rows = [json.loads(line) for line in results.read_text().splitlines() if line]
     groups = {}
     for r in rows:
         groups.setdefault((r["budget"], r["task"], r["algo"], r["library"]), []).append(r)
     lines = ["## MuJoCo campaign", "",
-             f"{'; '.join(sorted({r['machine'] for r in rows}))}. funcsac trains its seeds "
+             "2 cores each; a row's runs all on the CPU it names. funcsac trains its seeds "
              "vmapped in one process, sbx one process a seed; same budget, 256x256 networks, "
              "batch 256, learning after 5,000 random steps; final return: the last evaluation "
              "(10 deterministic episodes), mean ± std over seeds; wall: all processes of the "
@@ -131,8 +136,8 @@ def report(results: Path, image: Path) -> str:
     for budget in sorted({b for b, *_ in groups}):
         lines += [f"### {budget:,} steps", "",
                   "| task | algorithm | funcsac return | sbx return | funcsac wall s (seeds) | "
-                  "sbx wall s (seeds) | wall a seed vs sbx | MR.Q (published, v4) |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "sbx wall s (seeds) | wall a seed vs sbx | CPU | MR.Q (published, v4) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for (b, task, algo, library), rs in sorted(groups.items()):
             if b != budget or library != "funcsac":
                 continue
@@ -145,7 +150,8 @@ def report(results: Path, image: Path) -> str:
             published = MRQ.get(task.split("-")[0], {}).get(budget)
             cells = [task, algo, _spread(ours), _spread(theirs), f"{wall:,.0f} ({len(ours)})",
                      f"{sbx_wall:,.0f} ({len(theirs)})" if sbx else "-",
-                     f"{ratio:.2f}" if sbx else "-", f"{published:,}" if published else "-"]
+                     f"{ratio:.2f}" if sbx else "-", _cpu(rs[0]["machine"]),
+                     f"{published:,}" if published else "-"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines.append("CleanRL's SAC at 1M steps (published, MuJoCo v4): " + ", ".join(
