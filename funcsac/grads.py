@@ -12,10 +12,13 @@ from .transforms import untransformed
 
 def _needs_transform(params, args) -> bool:
     """Whether a gradient must go through ``torch.func``: while compiling, inside a function
-    transform (``vmap``, ``grad``), or when an input is itself tracked by autograd (a caller
-    differentiating through the update)."""
-    return not untransformed() or any(isinstance(t, torch.Tensor) and t.requires_grad for t in
-                                      optree.tree_leaves((params, args), none_is_leaf=False))
+    transform (``vmap``, ``grad``), under ``torch.inference_mode`` (where autograd records
+    nothing), or when an input is itself tracked by autograd (a caller differentiating through
+    the update)."""
+    if not untransformed() or torch.is_inference_mode_enabled():
+        return True
+    return any(isinstance(t, torch.Tensor) and t.requires_grad
+               for t in optree.tree_leaves((params, args), none_is_leaf=False))
 
 
 def _detached(tree):

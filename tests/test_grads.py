@@ -66,6 +66,11 @@ def test_transforms_take_over_under_vmap_grad_and_tracked_inputs(monkeypatch):
     assert calls == [True, True, True]
     grad_and_value(_loss)(params, x)
     assert calls[-1] is False
+    with torch.inference_mode():  # autograd records nothing there: torch.func computes it
+        under = grad_and_value(_loss)(params, x)[0]["w"]
+    assert calls[-1] is True
+    torch.testing.assert_close(under, torch.func.grad_and_value(_loss, has_aux=True)(
+        params, x)[0]["w"])
 
 
 @pytest.mark.parametrize("options", [
