@@ -149,17 +149,21 @@ def _remembered(identity: dict, library: str) -> dict:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mkl-", suffix=".tmp")
+    except OSError:  # not kept: measured again next time
+        return verdict
+    try:
         with os.fdopen(fd, "w") as f:
             json.dump({"identity": identity, "verdict": verdict}, f)
         os.replace(tmp, path)
     except OSError:
-        pass
+        os.unlink(tmp)
     return verdict
 
 
 def prepare() -> bool:
     """Load the library when the setting (``ENV``) and the machine call for it (see the module's
-    docstring); returns whether this process runs MKL answered."""
+    docstring); returns whether this process runs MKL answered. Anything unexpected leaves MKL
+    as shipped."""
     global answered
     choice = os.environ.get(ENV, "auto")
     if choice not in CHOICES:
@@ -168,9 +172,19 @@ def prepare() -> bool:
     if (answered or choice == "shipped" or platform.system() != "Linux"
             or platform.machine() != "x86_64" or cpu.get("vendor") != "AuthenticAMD"):
         return answered
-    if "torch" in sys.modules:  # MKL is bound already; child processes do as this one
-        os.environ[ENV] = "shipped"
-        return False
+    if "torch" not in sys.modules:  # else MKL is bound already: child processes do as this one
+        try:
+            answered = _load(cpu, choice)
+        except Exception:
+            answered = False
+    # child processes (a background compile, a tool's subprocess) make the same choice
+    os.environ[ENV] = "answered" if answered else "shipped"
+    return answered
+
+
+def _load(cpu: dict, choice: str) -> bool:
+    """Build the library, and load it if ``choice`` is ``answered`` or the verdict for ``cpu``
+    says so; whether it was loaded."""
     import ctypes
     folder = tempfile.mkdtemp(prefix="funcsac-mkl-")  # mode 0700: only this user writes it
     try:
@@ -182,11 +196,6 @@ def prepare() -> bool:
             if not _remembered(identity, library).get("answered"):
                 return False
         ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
-        answered = True
-    except OSError:
-        return False
+        return True
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # the loaded library stays mapped
-        # child processes (a background compile, a tool's subprocess) make the same choice
-        os.environ[ENV] = "answered" if answered else "shipped"
-    return answered

@@ -92,3 +92,17 @@ def test_other_cpus_are_left_alone(tmp_path, monkeypatch):
     monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported yet
     monkeypatch.setattr(blas, "_build", lambda folder: pytest.fail("built on an Intel CPU"))
     assert blas.prepare() is blas.answered
+
+
+def test_anything_unexpected_leaves_mkl_as_shipped(monkeypatch):
+    def broken(folder):
+        raise RuntimeError("no compiler today")
+    monkeypatch.setattr(blas, "_cpu", lambda: {"vendor": "AuthenticAMD"})
+    monkeypatch.setattr(blas.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(blas.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(blas, "answered", False)
+    monkeypatch.setattr(blas, "_build", broken)
+    monkeypatch.setenv(blas.ENV, "answered")
+    monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported yet
+    assert blas.prepare() is False
+    assert os.environ[blas.ENV] == "shipped"
