@@ -7,11 +7,11 @@ back-to-back pytest-benchmark runs (``bench/test_update.py``) let in.
 """
 import argparse
 import statistics
-import time
 
 import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.blas)
 import torch
 from imperative_sac import ImperativeSAC
+from measure import median_us
 from results_md import machine
 from workloads import WORKLOADS, batch_fields, random_batch, stepper, workload_config
 
@@ -30,17 +30,12 @@ def eager_steps(workload: str) -> dict:
 
 
 def interleaved_medians(steps: dict, rounds: int) -> dict:
-    """Median seconds per call of each step, timed in alternating blocks of ``BLOCK`` calls."""
-    for _ in range(10):
-        for step in steps.values():
-            step()
+    """Median seconds per call of each step: the median over ``rounds`` of each round's median
+    of ``BLOCK`` calls, the steps taking turns within a round."""
     times = {name: [] for name in steps}
     for _ in range(rounds):
         for name, step in steps.items():
-            for _ in range(BLOCK):
-                start = time.perf_counter()
-                step()
-                times[name].append(time.perf_counter() - start)
+            times[name].append(median_us(step, 3, BLOCK) / 1e6)
     return {name: statistics.median(t) for name, t in times.items()}
 
 

@@ -28,7 +28,6 @@ correctness, and anything unexpected leaves MKL as shipped.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -38,6 +37,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Optional
+
+from .cpu import cpu_description, flags_digest
 
 ENV = "FUNCSAC_MKL_VENDOR_CHECK"
 CHOICES = ("auto", "answered", "shipped")
@@ -72,15 +73,12 @@ print(json.dumps({"seconds": best, "error": error}))
 """
 
 
-def _cpu() -> dict:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return {}
-    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
-    return {"vendor": fields.get("vendor_id", ""), "model": fields.get("model name", ""),
-            "flags": hashlib.sha256(fields.get("flags", "").encode()).hexdigest()[:16]}
+def identity() -> dict:
+    """What a kept verdict holds for: the CPU (vendor, model, flags) and the torch and Python
+    versions."""
+    cpu = cpu_description()
+    return {"vendor": cpu["vendor"], "model": cpu["model"], "flags": flags_digest(),
+            "torch": _torch_version(), "python": sys.version.split()[0]}
 
 
 def _torch_version() -> Optional[str]:
@@ -135,13 +133,13 @@ def measure(library: str) -> dict:
             "shipped_s": shipped["seconds"], "answered_s": answer["seconds"]}
 
 
-def _remembered(identity: dict, library: str) -> dict:
-    """The verdict for this machine: read from the cache folder, else measured and written
-    there (whole, by a rename)."""
+def _remembered(machine: dict, library: str) -> dict:
+    """The verdict for ``machine`` (``identity()``): read from the cache folder, else measured
+    and written there (whole, by a rename)."""
     path = _verdict_path()
     try:
         saved = json.loads(path.read_text())
-        if saved.get("identity") == identity:
+        if saved.get("identity") == machine:
             return saved["verdict"]
     except (OSError, ValueError, KeyError, AttributeError):
         pass
@@ -153,7 +151,7 @@ def _remembered(identity: dict, library: str) -> dict:
         return verdict
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump({"identity": identity, "verdict": verdict}, f)
+            json.dump({"identity": machine, "verdict": verdict}, f)
         os.replace(tmp, path)
     except OSError:
         os.unlink(tmp)
@@ -168,13 +166,13 @@ def prepare() -> bool:
     choice = os.environ.get(ENV, "auto")
     if choice not in CHOICES:
         raise ValueError(f"{ENV} must be one of {', '.join(CHOICES)}, got {choice!r}")
-    cpu = _cpu()
     if (answered or choice == "shipped" or platform.system() != "Linux"
-            or platform.machine() != "x86_64" or cpu.get("vendor") != "AuthenticAMD"):
+            or platform.machine() != "x86_64"
+            or cpu_description()["vendor"] != "AuthenticAMD"):
         return answered
     if "torch" not in sys.modules:  # else MKL is bound already: child processes do as this one
         try:
-            answered = _load(cpu, choice)
+            answered = _load(choice)
         except Exception:
             answered = False
     # child processes (a background compile, a tool's subprocess) make the same choice
@@ -182,19 +180,17 @@ def prepare() -> bool:
     return answered
 
 
-def _load(cpu: dict, choice: str) -> bool:
-    """Build the library, and load it if ``choice`` is ``answered`` or the verdict for ``cpu``
-    says so; whether it was loaded."""
+def _load(choice: str) -> bool:
+    """Build the library, and load it if ``choice`` is ``answered`` or the verdict for this
+    machine says so; whether it was loaded."""
     import ctypes
     folder = tempfile.mkdtemp(prefix="funcsac-mkl-")  # mode 0700: only this user writes it
     try:
         library = _build(folder)
         if library is None:
             return False
-        if choice == "auto":
-            identity = {**cpu, "torch": _torch_version(), "python": sys.version.split()[0]}
-            if not _remembered(identity, library).get("answered"):
-                return False
+        if choice == "auto" and not _remembered(identity(), library).get("answered"):
+            return False
         ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
         return True
     finally:

@@ -5,29 +5,12 @@ reductions split their work by thread, so the same inputs give bitwise the same 
 where all of these are equal."""
 from __future__ import annotations
 
-import functools
-import hashlib
-import platform
-from pathlib import Path
 from typing import Dict, List
 
 import torch
 
 from . import blas
-
-
-@functools.lru_cache(maxsize=None)
-def cpu_description() -> Dict[str, str]:
-    """The CPU's model name and instruction-set flags (``/proc/cpuinfo``; elsewhere
-    ``platform.processor()``)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        lines = []
-    field = lambda name: next((line.split(":", 1)[1].strip() for line in lines  # noqa: E731
-                               if line.startswith(name)), "")
-    return {"model": field("model name") or platform.processor(),
-            "flags": field("flags") or platform.machine()}
+from .cpu import cpu_description, flags_digest
 
 
 def numerics(device) -> Dict[str, str]:
@@ -37,7 +20,7 @@ def numerics(device) -> Dict[str, str]:
     device = torch.device(device)
     return {"torch": str(torch.__version__), "cpu": cpu["model"],
             "mkl": "answered" if blas.answered else "shipped",
-            "cpu_flags": hashlib.sha256(cpu["flags"].encode()).hexdigest()[:16],
+            "cpu_flags": flags_digest(),
             "threads": str(torch.get_num_threads()),
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else ""}
 

@@ -67,7 +67,7 @@ from torch._subclasses import FakeTensorMode
 from .compile import compile_update
 from .config import INITIAL_VALUE_FIELDS
 from .fingerprint import Unfingerprintable, fingerprint
-from .machine import cpu_description
+from .cpu import cpu_description
 from .state import SACState, static_for
 from .registry import POLICIES, algorithm_of
 

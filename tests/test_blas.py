@@ -10,9 +10,10 @@ import sys
 import pytest
 
 from funcsac import blas
+from funcsac.cpu import cpu_description
 
 # MKL answers differently only on AMD CPUs, and the library needs a C compiler
-ON_AMD = blas._cpu().get("vendor") == "AuthenticAMD"
+ON_AMD = cpu_description()["vendor"] == "AuthenticAMD"
 AMD = ON_AMD and bool(shutil.which("cc") or shutil.which("gcc"))
 
 # prints: whether MKL is answered, the setting passed on, numerics' entry, a product's error
@@ -39,8 +40,7 @@ def _child(tmp_path, setting=None, before=""):
 
 
 def _verdict(tmp_path, answered):
-    identity = {**blas._cpu(), "torch": blas._torch_version(),
-                "python": sys.version.split()[0]}
+    identity = blas.identity()
     path = tmp_path / "funcsac" / "mkl.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"identity": identity, "verdict": {"answered": answered}}))
@@ -91,7 +91,7 @@ def test_measure_times_and_checks_both_paths(tmp_path):
 
 
 def test_other_cpus_are_left_alone(tmp_path, monkeypatch):
-    monkeypatch.setattr(blas, "_cpu", lambda: {"vendor": "GenuineIntel"})
+    monkeypatch.setattr(blas, "cpu_description", lambda: {"vendor": "GenuineIntel"})
     monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported yet
     monkeypatch.setattr(blas, "_build", lambda folder: pytest.fail("built on an Intel CPU"))
     assert blas.prepare() is blas.answered
@@ -100,7 +100,7 @@ def test_other_cpus_are_left_alone(tmp_path, monkeypatch):
 def test_anything_unexpected_leaves_mkl_as_shipped(monkeypatch):
     def broken(folder):
         raise RuntimeError("no compiler today")
-    monkeypatch.setattr(blas, "_cpu", lambda: {"vendor": "AuthenticAMD"})
+    monkeypatch.setattr(blas, "cpu_description", lambda: {"vendor": "AuthenticAMD"})
     monkeypatch.setattr(blas.platform, "system", lambda: "Linux")
     monkeypatch.setattr(blas.platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(blas, "answered", False)
