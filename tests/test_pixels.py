@@ -179,7 +179,6 @@ def test_a_dict_env_trains_and_its_agent_acts_on_its_observations(tmp_path):
     (dict(pixels=False, pixels_with_state=True), "pixels_with_state"),
     (dict(pixels=False, action_repeat=2), "action_repeat"),
     (dict(action_repeat=0), "action_repeat"),
-    (dict(buffer_size=10 ** 9, batch_size=32), "buffer_size"),
 ])
 def test_settings_a_pixels_run_cannot_take_are_refused(overrides, field):
     with pytest.raises(ValueError, match=f"TrainConfig.{field}"):

@@ -58,3 +58,31 @@ gym.register("funcsac-test/UnboundedAction-v0", entry_point=SpaceEnv, kwargs=dic
     observation_space=_BOX, action_space=gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)))
 gym.register("funcsac-test/NaNObs-v0", entry_point=SpaceEnv, kwargs=dict(
     observation_space=_BOX, action_space=_BOX, obs_value=np.nan))
+
+
+class CameraStateEnv(gym.Env):
+    """A Dict observation of a random ``64 x 64`` RGB image (channels last) and a 4-vector, as a
+    robot's camera and joints; episodes of 100 steps."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Dict({
+            "image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
+            "joints": gym.spaces.Box(-1.0, 1.0, (4,), np.float32)})
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.t = 0
+
+    def _obs(self):
+        return {"image": self.np_random.integers(0, 256, (64, 64, 3), np.uint8),
+                "joints": self.np_random.uniform(-1, 1, 4).astype(np.float32)}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(np.sum(action)), False, self.t == 100, {}
+
+
+gym.register("funcsac-test/CameraState-v0", entry_point=CameraStateEnv)

@@ -1,8 +1,6 @@
 """Checks of a ``TrainConfig``'s run settings (its agent fields are checked by ``SACConfig``)."""
 from __future__ import annotations
 
-import os
-
 from ..config import check_device
 from .run.agents import parse_sweep
 
@@ -59,7 +57,7 @@ def check_train_config(config) -> None:
 
 def _check_pixels(config) -> None:
     """Frame sizes, and what pixel runs do not take: n-step returns, offline data, observation
-    normalisation; a replay buffer that fits in 80% of this machine's memory."""
+    normalisation (the replay buffer's memory is checked when the run starts)."""
     for name in ("image_size", "frame_stack", "image_features", "action_repeat"):
         _positive_int(name, getattr(config, name))
     if config.pixels_with_state and not config.pixels:
@@ -74,16 +72,6 @@ def _check_pixels(config) -> None:
         raise ValueError(f"TrainConfig.image_size must be at least 15 pixels (DrQ's encoder), "
                          f"got {config.image_size}")
     check_image_run(config, "pixels=True")
-    # the newest frame of obs and of next_obs (uint8), and two row links (FrameStacks)
-    row = 2 * 3 * config.image_size ** 2 + 16 * (config.frame_stack > 1)
-    need = config.buffer_size * config.num_seeds * max(1, len(parse_sweep(config.sweep)[1])) * row
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if need > 0.8 * memory:
-        raise ValueError(f"TrainConfig.buffer_size {config.buffer_size}: a replay buffer of "
-                         f"{config.image_size}x{config.image_size} RGB frames takes {row} bytes "
-                         f"a transition, {need / 2**30:.1f} GiB for all agents, more than 80% of "
-                         f"this machine's {memory / 2**30:.1f} GiB (DrQ keeps 100,000 "
-                         "transitions: 3.9 GiB)")
 
 
 def check_image_run(config, why: str) -> None:

@@ -2,6 +2,7 @@
 sampling, one-step or n-step transitions."""
 from __future__ import annotations
 
+import math
 from typing import Dict, Optional
 
 import torch
@@ -67,6 +68,7 @@ class ReplayBuffer:
     its newest frames and a link to the row before it, and ``slots`` is ``capacity`` plus
     ``frames.margin`` rows, held (not drawn) for the oldest drawn rows' stacks; else ``slots`` is
     ``capacity``.
+    Storage grows as rows arrive, up to ``slots`` rows.
     Priority writes wait in a queue and reach the tree in one ``set`` just before the next draw
     (or checkpoint), in the order they were made.
     """
@@ -80,7 +82,8 @@ class ReplayBuffer:
         dtypes = {**obs("obs"), **obs("next_obs"), "prev": torch.int64, "stream": torch.int64}
         shapes = row_shapes(obs_shape, act_dim, n_step)
         shapes = frames.stored_shapes(shapes) if frames else shapes
-        self.data = {k: torch.zeros(self.slots, *shape, device=device, dtype=dtypes.get(k, dtype))
+        # allocated as rows arrive (``_grow``): a run's memory follows the rows it has added
+        self.data = {k: torch.zeros(0, *shape, device=device, dtype=dtypes.get(k, dtype))
                      for k, shape in shapes.items()}
         self.tree = PriorityTree(self.slots, device) if priority else None
         self.max_priority = torch.ones((), dtype=torch.float64, device=device)
@@ -128,9 +131,24 @@ class ReplayBuffer:
         if self.frames is not None:
             self._ends, self._ends_at = ends, self.added
 
+    @property
+    def row_bytes(self) -> int:
+        """The bytes one held row takes, all fields together."""
+        return sum(math.prod(x.shape[1:]) * x.element_size() for x in self.data.values())
+
+    def _grow(self, rows: int) -> None:
+        """Room for positions ``0 .. rows - 1``: the storage at least doubles each time it grows
+        (zeros, as a full allocation would hold), up to ``slots`` rows."""
+        held = len(self.data["reward"])
+        if rows > held:
+            new = min(self.slots, max(rows, 2 * held, 1024))
+            self.data = {k: torch.cat([x, x.new_zeros(new - held, *x.shape[1:])])
+                         for k, x in self.data.items()}
+
     def write(self, start: int, rows: Rows) -> None:
         """Store ``rows`` as rows ``start, start + 1, ...`` (at most ``slots`` of them)."""
         n, first = len(rows["reward"]), start % self.slots
+        self._grow(first + n)
         where = (slice(first, first + n) if first + n <= self.slots
                  else self._positions(start, start + n))
         for k, store in self.data.items():

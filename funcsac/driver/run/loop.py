@@ -30,6 +30,7 @@ from ..envs.spec import env_spec
 from ..envs.state import EnvStateError, restore_envs, save_envs
 from ..replay.datasets import dataset_buffer
 from ..replay.files import delete_unlisted_chunks, load_buffer, save_buffer
+from ..replay.memory import check_buffer_memory
 from ..replay.nstep import NStepQueue
 from ..tools.evaluate import EvalResult
 from ..validate import check_image_run
@@ -120,6 +121,7 @@ class Run:
                                           None if config.offline_any_env else config.env_id)
         self.state = initial_state(config, sac_config)
         self.buffers = [replay_buffer(config, self.spec, sac_config) for _ in self.agents]
+        check_buffer_memory(self.buffers, config.total_steps, config.buffer_size)
         self.buffer_manifests = [{} for _ in self.agents]
         self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.action_size)
                       if config.n_step > 1 else None)

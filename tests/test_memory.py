@@ -1,0 +1,93 @@
+"""A run's memory follows its data: replay storage grows with the rows it holds, and a buffer
+that cannot fit in the memory available is refused before the run starts."""
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import funcsac
+from funcsac.driver.replay import memory
+from funcsac.driver.replay.buffer import ReplayBuffer
+from helpers import TINY
+
+TESTS = Path(__file__).parent
+
+
+def _rows(start, stop):
+    t = torch.arange(start, stop, dtype=torch.float32)
+    return {"obs": t[:, None].expand(-1, 3), "action": -t[:, None], "reward": t,
+            "next_obs": t[:, None].expand(-1, 3) + 1, "terminated": torch.zeros(stop - start)}
+
+
+def test_storage_grows_with_the_rows_and_holds_what_a_full_allocation_would():
+    buffer = ReplayBuffer(3_000, (3,), 1, "cpu")
+    assert len(buffer.data["reward"]) == 0
+    buffer.add(_rows(0, 10))
+    assert len(buffer.data["reward"]) == 1024  # the first block
+    for start in range(10, 2_500, 490):
+        buffer.add(_rows(start, min(start + 490, 2_500)))
+    assert len(buffer.data["reward"]) == 3_000  # doubled to 2,048, then capped at the capacity
+    buffer.add(_rows(2_500, 3_700))  # wraps
+    assert len(buffer.data["reward"]) == 3_000
+    held = buffer.rows(700, 3_700)
+    torch.testing.assert_close(held["reward"], torch.arange(700, 3_700, dtype=torch.float32),
+                               rtol=0, atol=0)
+    full = ReplayBuffer(3_000, (3,), 1, "cpu")
+    full._grow(3_000)  # allocated whole at once, as before: the same draws
+    full.add(_rows(0, 3_700))
+    key = funcsac.keys.make_key(0)
+    for x, y in zip(buffer.sample(key, 64)[0], full.sample(key, 64)[0]):
+        assert torch.equal(x, y)
+
+
+def test_a_buffer_that_does_not_fit_is_refused_and_one_over_half_warned():
+    buffers = [ReplayBuffer(10 ** 9, (3,), 1, "cpu") for _ in range(2)]
+    per_row = 2 * buffers[0].row_bytes  # 2 x (3 + 1 + 1 + 3 + 1) float32 = 72 bytes
+    assert per_row == 72
+    with pytest.raises(ValueError, match=r"TrainConfig.buffer_size 1,000,000,000: .* 2 agent\(s\) "
+                                         r"take 72 bytes a transition.* at most 13,888 fits"):
+        memory.check_buffer_memory(buffers, 30_000, 10 ** 9, available=2_000_000)
+    with pytest.warns(UserWarning, match="more than half"):
+        memory.check_buffer_memory(buffers, 30_000, 10 ** 9, available=2_400_000)
+    memory.check_buffer_memory(buffers, 10_000, 10 ** 9, available=2_000_000)  # 0.72 MB: quiet
+
+
+def test_the_memory_available_is_read_from_the_system():
+    available = memory.available_memory()
+    assert available is not None and 0 < available < 2 ** 50
+
+
+def test_a_run_whose_buffer_does_not_fit_stops_before_it_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(memory, "available_memory", lambda: 10 ** 6)
+    cfg = funcsac.TrainConfig(total_steps=100_000, learning_starts=50, **TINY)
+    with pytest.raises(ValueError, match="TrainConfig.buffer_size 1,000,000: .* a buffer_size of "
+                                         "at most"):
+        funcsac.train(cfg, tmp_path)
+    assert not (tmp_path / "checkpoint.pt").exists()
+    short = dataclasses.replace(cfg, total_steps=100)  # 100 rows are all this run can add
+    assert funcsac.train(short, tmp_path / "short").evals
+
+
+RUN = """
+import resource, sys
+sys.path.insert(0, {tests!r})
+import funcsac, toy_envs
+cfg = funcsac.TrainConfig(env_id="funcsac-test/CameraState-v0", total_steps=900, compile=False,
+                          progress=False, eval_episodes=1)
+funcsac.train(cfg, {run!r})
+print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def test_a_dict_image_run_with_the_default_buffer_stays_small(tmp_path):
+    """The run that the kernel once killed at 24 GB: a Dict of a 64x64 RGB image and a state,
+    the default buffer of 1,000,000 transitions, 900 steps."""
+    done = subprocess.run([sys.executable, "-c", RUN.format(tests=str(TESTS),
+                                                            run=str(tmp_path / "run"))],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak = int(done.stdout.split("peak")[-1])
+    assert peak < 2 * 2 ** 30, f"peak resident memory {peak / 2 ** 30:.2f} GiB"
