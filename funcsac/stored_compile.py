@@ -251,7 +251,8 @@ def prune_store(directory: Path, keep: Path, now: Optional[float] = None,
     until the rest take at most ``max_bytes``, never ``keep``; then the build folders not
     modified for a day, except the newest one of each function still stored (an older one was
     left by a compile that stopped or was replaced; a folder a function records is rewritten
-    when it loads, so none of them is needed to load). ``now``: the time (default the clock's).
+    when it loads, so none of them is needed to load), and temporary files a day old (a writer
+    killed before its rename). ``now``: the time (default the clock's).
     Returns the paths removed."""
     now = time.time() if now is None else now
     stat = {p: p.stat() for p in directory.glob("*.pt2")}
@@ -272,6 +273,10 @@ def prune_store(directory: Path, keep: Path, now: Optional[float] = None,
         if not held and now - folder.stat().st_mtime > DAY_S:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
+    for tmp in directory.glob("*.tmp"):  # a writer killed before its rename left it
+        if now - tmp.stat().st_mtime > DAY_S:
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
     return removed
 
 

@@ -351,8 +351,12 @@ def test_the_store_drops_what_is_old_or_beyond_its_size_and_stale_build_folders(
     os.utime(tmp_path / ".update-gone-x", (now - 3 * day,) * 2)
     (tmp_path / ".update-running-y").mkdir()  # a compile under way
     os.utime(tmp_path / ".update-running-y", (now - 0.1 * day,) * 2)
+    for name, age in (("update-x.pt2.abc.tmp", 2), ("update-y.pt2.def.tmp", 0.1)):
+        (tmp_path / name).write_bytes(b"half")  # a killed writer's; one being written
+        os.utime(tmp_path / name, (now - age * day,) * 2)
     removed = funcsac.stored_compile.prune_store(tmp_path, keep=just, now=now, max_bytes=100)
     assert set(removed) == {old, big, tmp_path / ".update-old-a", tmp_path / ".update-kept-stale",
-                            tmp_path / ".update-gone-x"}
+                            tmp_path / ".update-gone-x", tmp_path / "update-x.pt2.abc.tmp"}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        ".update-kept-new", ".update-running-y", "update-just.pt2", "update-kept.pt2"]
+        ".update-kept-new", ".update-running-y", "update-just.pt2", "update-kept.pt2",
+        "update-y.pt2.def.tmp"]

@@ -37,6 +37,7 @@ from ...utd import make_update_many
 from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
 from ..replay.buffer import ReplayBuffer, row_shapes
 from ..replay.frames import FrameStacks
+from ..children import start_child, watch_parent
 from ..config import TrainConfig
 from ..envs.spec import EnvSpec
 from ..replay.sampling import sample_batches
@@ -249,9 +250,9 @@ def _start_child(config: TrainConfig, spec: EnvSpec, name: str, path: Path,
     request = log.with_suffix(".json")
     request.write_text(json.dumps(build_request(config, spec, name, path)))
     with open(log, "w") as out:
-        return subprocess.Popen([sys.executable, "-c", CHILD, str(request)], stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, "OMP_NUM_THREADS": "1"})
+        return start_child([sys.executable, "-c", CHILD, str(request)], stdout=out,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def build(request: dict) -> int:
@@ -265,6 +266,8 @@ def build(request: dict) -> int:
 
 
 def main(request_path: str) -> int:
-    """The child process: ``build`` the request in the file ``request_path``."""
+    """The child process: ``build`` the request in the file ``request_path``; it ends with the
+    run that started it."""
+    watch_parent()
     torch.set_flush_denormal(True)
     return build(json.loads(Path(request_path).read_text()))
