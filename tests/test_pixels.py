@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver.envs.make import ActionRepeat, Pixels, dict_obs_env, make_eval_env
+from funcsac.driver.envs.make import ActionRepeat, Pixels, make_eval_env, observed
 from funcsac.driver.tools.export import export_policy
 from helpers import TINY, crash_at_eval, eval_rows
 from test_export import _check_without_funcsac
@@ -133,7 +133,7 @@ gym.register("funcsac-tests/CameraPendulum-v0", entry_point=CameraPendulum,
 
 
 def test_a_dict_observation_space_becomes_pixels_and_the_state_in_key_order():
-    env = dict_obs_env(CameraPendulum())
+    env = observed(CameraPendulum())
     raw = CameraPendulum()
     obs, _ = env.reset(seed=0)
     expected, _ = raw.reset(seed=0)
@@ -142,14 +142,14 @@ def test_a_dict_observation_space_becomes_pixels_and_the_state_in_key_order():
     # gymnasium orders a Dict's keys: angle, camera, velocity
     np.testing.assert_array_equal(obs["state"], np.concatenate([expected["angle"],
                                                                 expected["velocity"]]))
-    vectors = dict_obs_env(gym.wrappers.TransformObservation(
+    vectors = observed(gym.wrappers.TransformObservation(
         CameraPendulum(), lambda o: {"angle": o["angle"], "velocity": o["velocity"]},
         gym.spaces.Dict({k: raw.observation_space[k] for k in ("angle", "velocity")})))
     assert vectors.observation_space.shape == (3,)  # a Dict of vectors: one vector
     np.testing.assert_array_equal(vectors.reset(seed=0)[0], obs["state"])
     two = gym.spaces.Dict({k: raw.observation_space["camera"] for k in ("left", "right")})
     with pytest.raises(ValueError, match="at most one uint8 image Box"):
-        dict_obs_env(gym.wrappers.TransformObservation(
+        observed(gym.wrappers.TransformObservation(
             CameraPendulum(), lambda o: {"left": o["camera"], "right": o["camera"]}, two))
 
 

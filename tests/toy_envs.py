@@ -61,19 +61,25 @@ gym.register("funcsac-test/NaNObs-v0", entry_point=SpaceEnv, kwargs=dict(
 
 
 class CameraStateEnv(gym.Env):
-    """A Dict observation of a random ``64 x 64`` RGB image (channels last) and a 4-vector, as a
-    robot's camera and joints; episodes of 100 steps."""
+    """A random ``size x size`` RGB image (channels last), alone or in a Dict beside a 4-vector
+    (``with_state``), as a robot's camera and joints; episodes of 100 steps."""
 
-    def __init__(self):
-        self.observation_space = gym.spaces.Dict({
-            "image": gym.spaces.Box(0, 255, (64, 64, 3), np.uint8),
-            "joints": gym.spaces.Box(-1.0, 1.0, (4,), np.float32)})
+    def __init__(self, size=64, with_state=True):
+        image = gym.spaces.Box(0, 255, (size, size, 3), np.uint8)
+        self.with_state = with_state
+        self.observation_space = (gym.spaces.Dict({
+            "image": image, "joints": gym.spaces.Box(-1.0, 1.0, (4,), np.float32)})
+            if with_state else image)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.t = 0
 
     def _obs(self):
-        return {"image": self.np_random.integers(0, 256, (64, 64, 3), np.uint8),
-                "joints": self.np_random.uniform(-1, 1, 4).astype(np.float32)}
+        image = self.np_random.integers(0, 256, self.observation_space["image"].shape
+                                        if self.with_state else self.observation_space.shape,
+                                        np.uint8)
+        if not self.with_state:
+            return image
+        return {"image": image, "joints": self.np_random.uniform(-1, 1, 4).astype(np.float32)}
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -86,3 +92,6 @@ class CameraStateEnv(gym.Env):
 
 
 gym.register("funcsac-test/CameraState-v0", entry_point=CameraStateEnv)
+gym.register("funcsac-test/SmallCameraState-v0", entry_point=CameraStateEnv, kwargs=dict(size=16))
+gym.register("funcsac-test/SmallCamera-v0", entry_point=CameraStateEnv,
+             kwargs=dict(size=16, with_state=False))

@@ -10,6 +10,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from .raw import RawObservationEnv
+
 AutoresetMode = gym.vector.AutoresetMode
 
 
@@ -98,48 +100,11 @@ def _latest(stacked: gym.spaces.Box) -> gym.spaces.Box:
     return gym.spaces.Box(stacked.low[-1], stacked.high[-1], dtype=stacked.dtype)
 
 
-def dict_obs_env(env: gym.Env) -> gym.Env:
-    """``env``, whose observations are a ``Dict`` of at most one ``uint8`` image Box
-    (``[H, W, C]`` or ``[C, H, W]``) and any 1-D Boxes, observed as funcsac observes them: the
-    vectors concatenated in the order of their keys, alone (a vector observation) or as the
-    ``"state"`` of a dict observation whose ``"pixels"`` are the image, channels first (the
-    image alone when there are no vectors)."""
-    space = env.observation_space
-    images = [k for k, s in space.items() if isinstance(s, gym.spaces.Box)
-              and s.dtype == np.uint8 and len(s.shape) == 3]
-    vectors = [k for k, s in space.items() if isinstance(s, gym.spaces.Box)
-               and len(s.shape) == 1]
-    if len(images) > 1 or len(images) + len(vectors) != len(space.spaces) or not space.spaces:
-        raise ValueError(f"unsupported Dict observation space {space}: funcsac takes 1-D Boxes "
-                         "and at most one uint8 image Box ([H, W, C] or [C, H, W])")
-    dtype = np.result_type(*[space[k].dtype for k in vectors]) if vectors else np.float32
-    state = gym.spaces.Box(*(np.concatenate([getattr(space[k], b) for k in vectors]
-                                            or [np.zeros(0)]) for b in ("low", "high")),
-                           dtype=dtype)
-    concatenated = lambda o: np.concatenate([np.asarray(o[k], dtype) for k in vectors])  # noqa
-    if not images:
-        return gym.wrappers.TransformObservation(env, concatenated, state)
-    image = space[images[0]]
-    channels_last = image.shape[-1] < image.shape[0]
-    pixels = (gym.spaces.Box(0, 255, (image.shape[2], *image.shape[:2]), np.uint8)
-              if channels_last else image)
-
-    def frame(o):
-        x = o[images[0]]
-        return np.ascontiguousarray(x.transpose(2, 0, 1)) if channels_last else x
-
-    if not vectors:
-        return gym.wrappers.TransformObservation(env, frame, pixels)
-    return gym.wrappers.TransformObservation(
-        env, lambda o: {"pixels": frame(o), "state": concatenated(o)},
-        gym.spaces.Dict({"pixels": pixels, "state": state}))
-
-
 def observed(env: gym.Env, pixels: Optional[Pixels] = None) -> gym.Env:
-    """``env`` as funcsac observes it: through its frames (``pixel_env``) with ``pixels``, a
-    ``Dict`` observation space as dict observations (``dict_obs_env``), else as it is."""
-    if isinstance(env.observation_space, gym.spaces.Dict):
-        env = dict_obs_env(env)
+    """``env`` as funcsac observes it: a ``Dict`` observation space as dict observations and
+    channels-last images channels first (``RawObservation``), then through its frames
+    (``pixel_env``) with ``pixels``."""
+    env = RawObservationEnv(env)
     return env if pixels is None else pixel_env(env, pixels)
 
 

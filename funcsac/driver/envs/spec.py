@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
 import gymnasium as gym
 import numpy as np
 import torch
+
+from .raw import RawObservation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +27,7 @@ class EnvSpec:
     discrete: bool = False
     image_shape: tuple = ()
     state_dim: int = 0
+    raw: Optional[RawObservation] = None  # how the env's own observations become these
 
     @property
     def obs_shape(self):
@@ -48,7 +52,7 @@ class EnvSpec:
         return {"obs_dim": self.obs_dim, "act_dim": self.act_dim, "low": self.low.tolist(),
                 "high": self.high.tolist(), "action_dtype": self.action_dtype,
                 "discrete": self.discrete, "image_shape": list(self.image_shape),
-                "state_dim": self.state_dim}
+                "state_dim": self.state_dim, "raw": self.raw and self.raw.to_dict()}
 
     @classmethod
     def from_dict(cls, values: dict) -> "EnvSpec":
@@ -56,7 +60,7 @@ class EnvSpec:
                    np.asarray(values["low"], np.float64), np.asarray(values["high"], np.float64),
                    str(values["action_dtype"]), bool(values.get("discrete", False)),
                    tuple(int(n) for n in values.get("image_shape", ())),
-                   int(values.get("state_dim", 0)))
+                   int(values.get("state_dim", 0)), RawObservation.from_dict(values.get("raw")))
 
 
 def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
@@ -97,9 +101,13 @@ def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:
 
 # funcsac's extra that installs what a family of environments needs, by gymnasium's name for it
 
-def env_spec(envs) -> EnvSpec:
-    return check_spaces(envs.spec.id if envs.spec else "env", envs.single_observation_space,
+def env_spec(envs, pixels: bool = False) -> EnvSpec:
+    """The spec of a vector env made by ``envs.make``; ``raw`` unless its observations are
+    rendered frames (``pixels``)."""
+    spec = check_spaces(envs.spec.id if envs.spec else "env", envs.single_observation_space,
                         envs.single_action_space)
+    raw = None if pixels else RawObservation.from_dict(envs.get_attr("raw_observation")[0])
+    return dataclasses.replace(spec, raw=raw)
 
 
 def scale_action(action, spec: EnvSpec):

@@ -169,13 +169,14 @@ def _register_builtins() -> None:
                                     TransformObservation)
 
     from .make import ActionRepeat
+    from .raw import RawObservationEnv
 
     # TransformObservation's function is taken to be pure (``--pixels``' are)
     plain = (classic_control.PendulumEnv, classic_control.Continuous_MountainCarEnv,
              classic_control.CartPoleEnv, classic_control.AcrobotEnv,
              classic_control.MountainCarEnv, TimeLimit, OrderEnforcing, PassiveEnvChecker,
              NormalizeObservation, NormalizeReward, ClipAction, RescaleAction,
-             AddRenderObservation, TransformObservation, ActionRepeat)
+             AddRenderObservation, TransformObservation, ActionRepeat, RawObservationEnv)
     for cls in plain:
         register_env_state(cls, save_attributes, load_attributes)
     register_env_state(FrameStackObservation, save_frame_stack, load_frame_stack)

@@ -103,7 +103,7 @@ class Run:
 
     def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
         config, A, n = self.config, len(self.agents), self.config.num_envs
-        self.spec = env_spec(self.envs)
+        self.spec = env_spec(self.envs, config.pixels)
         if self.spec.image_shape and not config.pixels:
             check_image_run(config, f"{config.env_id}'s image observations")
         sac_config = config.agent_config(self.spec)

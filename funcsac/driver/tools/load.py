@@ -19,7 +19,7 @@ from ..run.checkpoint import CHECKPOINT, CheckpointError, load_checkpoint, resto
 from ..config import TrainConfig
 from ..envs.observations import obs_tensors
 from ..envs.spec import EnvSpec, env_spec, scale_action
-from ..envs.make import make_vector_env
+from ..envs.make import make_eval_env, make_vector_env
 from ..run.seeds import AgentSeeds
 
 
@@ -51,16 +51,44 @@ class Agent:
         """The seed of the first evaluation episode during training (episode i: seed + i)."""
         return AgentSeeds.of(self.agent_specs[0].seed, self.config.num_envs).eval
 
+    def env(self, render_mode: Optional[str] = None):
+        """A new environment of the run, observed as the run observed its own (rendered frames
+        stacked for a pixels run; a ``Dict``'s entries converted; ``envs.make.make_eval_env``)."""
+        return make_eval_env(self.config.env_id, render_mode, pixels=self.config.pixel_settings)
+
+    def observation(self, obs):
+        """``obs`` (one observation or a batch; numpy or torch) as the agent takes it: as the
+        run's environment returns it, converted the way the run converted its own (a ``Dict``'s
+        entries to ``"pixels"`` and ``"state"``, images channels first: ``RawObservation``), or
+        already so. A pixels run's agent takes the stacked frames that ``env()`` observes:
+        ``ValueError`` saying so for anything else."""
+        cfg, raw = self.state.config, self.spec.raw
+        if _fits(obs, cfg):
+            return obs
+        if raw is not None and raw.fits(obs):
+            first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+            if not isinstance(first, torch.Tensor):
+                return raw(obs)
+            converted = raw(map_obs(lambda x: x.cpu().numpy(), obs))
+            return map_obs(lambda x: torch.as_tensor(x, device=first.device), converted)
+        if self.config.pixels:
+            k, size = self.config.frame_stack, self.config.image_size
+            state = " with the env's state beside them" if cfg.obs_parts else ""
+            raise ValueError(f"this agent acts on the last {k} frames rendered from "
+                             f"{self.config.env_id}, stacked: uint8 [{3 * k}, {size}, {size}]"
+                             f"{state}, as the run observed them: step the environment that "
+                             "agent.env() makes, which renders and stacks them")
+        return obs
+
     def act(self, obs, deterministic: bool = True, key: Optional[torch.Tensor] = None):
-        """Actions in the environment's bounds for ``obs [B, obs_dim]`` or ``[obs_dim]`` (a
-        pixels run: ``uint8 [B, C, H, W]`` or ``[C, H, W]``, as its env returns them; with the
-        state: dicts of them, ``"pixels"``, and ``"state"``), numpy
-        (returned as numpy in the action space's dtype) or torch (returned as a tensor on the
-        agent's device). Stochastic actions draw from ``key``, else from the agent's own key,
-        which advances with each call."""
+        """Actions in the environment's bounds for observations as the run's environment returns
+        them (``observation``): ``[B, ...]`` or one, numpy (returned as numpy in the action
+        space's dtype) or torch (returned as a tensor on the agent's device). Stochastic actions
+        draw from ``key``, else from the agent's own key, which advances with each call."""
         if len(self) > 1:
             raise ValueError(f"this run has {len(self)} agents; act with one of them: agent[i]")
         cfg = self.state.config
+        obs = self.observation(obs)
         first = next(iter(obs.values())) if isinstance(obs, dict) and obs else obs
         as_numpy = not isinstance(first, torch.Tensor)
         obs_t = obs_tensors(map_obs(np.asarray, obs) if as_numpy else obs, cfg)
@@ -71,6 +99,16 @@ class Agent:
         with torch.no_grad():
             action = act(self.state, obs_t, deterministic, key)
         return scale_action(action.cpu().numpy() if as_numpy else action, self.spec)
+
+
+def _fits(obs, cfg) -> bool:
+    """Whether ``obs`` has the agent's own layout (``cfg.obs_parts``, or ``cfg.obs_shape``)."""
+    def ends_with(x, shape):
+        return tuple(np.shape(x)[-len(shape):]) == tuple(shape) if len(shape) else True
+    if cfg.obs_parts:
+        return isinstance(obs, dict) and set(obs) == set(cfg.obs_parts) and all(
+            ends_with(obs[k], shape) for k, (shape, _) in cfg.obs_parts.items())
+    return not isinstance(obs, dict) and ends_with(obs, cfg.obs_shape)
 
 
 def load(run_dir: Union[str, Path], device: str = "cpu") -> Agent:
@@ -109,6 +147,6 @@ def _saved_spec(payload: dict, config: TrainConfig) -> EnvSpec:
             raise CheckpointError(f"checkpoint's environment description is malformed ({e})") from e
     envs = make_vector_env(config.env_id, 1, pixels=config.pixel_settings)
     try:
-        return env_spec(envs)
+        return env_spec(envs, config.pixels)
     finally:
         envs.close()
