@@ -1,8 +1,6 @@
 """The training driver: transitions, buffer, reproducibility, resume, errors, learning."""
 import csv
 import dataclasses
-import os
-import signal
 
 import numpy as np
 import pytest
@@ -77,27 +75,6 @@ def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
     with open(tmp_path / "c" / "metrics.csv") as f:
         steps = [int(r["step"]) for r in csv.DictReader(f)]
     assert steps == sorted(set(steps))  # rows after the checkpoint were not duplicated
-
-
-def test_ctrl_c_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
-    """SIGINT during a run: a checkpoint at the next step boundary, then the same results."""
-    real_evaluate = recorder.evaluate
-    sent = []
-
-    def interrupting(*args, **kwargs):
-        if not sent:
-            sent.append(True)
-            os.kill(os.getpid(), signal.SIGINT)
-        return real_evaluate(*args, **kwargs)
-
-    monkeypatch.setattr(recorder, "evaluate", interrupting)
-    with pytest.raises(KeyboardInterrupt, match="interrupted at step 400"):
-        funcsac.train(RESUME, tmp_path / "stopped")
-    monkeypatch.setattr(recorder, "evaluate", real_evaluate)
-    assert len(eval_rows(tmp_path / "stopped")) == 2  # header + step 400
-    funcsac.train(RESUME, tmp_path / "stopped", resume=True)
-    funcsac.train(RESUME, tmp_path / "straight")
-    assert eval_rows(tmp_path / "stopped") == eval_rows(tmp_path / "straight")
 
 
 def test_async_envs_train(tmp_path):

@@ -95,3 +95,29 @@ gym.register("funcsac-test/CameraState-v0", entry_point=CameraStateEnv)
 gym.register("funcsac-test/SmallCameraState-v0", entry_point=CameraStateEnv, kwargs=dict(size=16))
 gym.register("funcsac-test/SmallCamera-v0", entry_point=CameraStateEnv,
              kwargs=dict(size=16, with_state=False))
+
+
+class FaultyPendulum(gym.Wrapper):
+    """Pendulum-v1 that fails at its ``at``-th step since it was made: ``fault`` "raise" (an
+    error in ``step``), "nan-obs" or "inf-reward"."""
+
+    def __init__(self, fault="raise", at=150):
+        super().__init__(gym.make("Pendulum-v1"))
+        self.fault, self.at, self.steps = fault, at, 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        if self.steps == self.at:
+            if self.fault == "raise":
+                raise RuntimeError("the simulator lost its sensor")
+            if self.fault == "nan-obs":
+                obs = np.full_like(obs, np.nan)
+            else:
+                reward = np.inf
+        return obs, reward, terminated, truncated, info
+
+
+for _fault in ("raise", "nan-obs", "inf-reward"):
+    gym.register(f"funcsac-test/Faulty-{_fault}-v0", entry_point=FaultyPendulum,
+                 kwargs=dict(fault=_fault), max_episode_steps=200)

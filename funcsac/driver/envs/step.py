@@ -42,11 +42,32 @@ def _replaced(x: np.ndarray, rows: np.ndarray, values) -> np.ndarray:
     return x
 
 
-def check_finite(env_id: str, step: int, **arrays) -> None:
-    """Raise ``ValueError`` if any of the named arrays (or dicts of arrays) an env returned holds
-    NaN or inf."""
+class EnvError(ValueError):
+    """An environment that raised, or returned what funcsac cannot train on: the run stops
+    there, its last checkpoint intact."""
+
+
+def env_id(env) -> str:
+    """The id ``env`` was made with (``"env"`` for one made without gymnasium's registry)."""
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else "env"
+
+
+def step_env(env, action, env_id: str, step: int, seed: str):
+    """``env.step(action)`` at env step ``step`` of the run of seed(s) ``seed``; what the env
+    raises becomes an ``EnvError`` naming the env, the step and the seed."""
+    try:
+        return env.step(action)
+    except Exception as e:  # any error of the user's env
+        raise EnvError(f"{env_id} raised {type(e).__name__} in step at env step {step} ({seed}): "
+                       f"{e}; the run stopped there, its last checkpoint intact") from e
+
+
+def check_finite(env_id: str, step: int, seed: str, **arrays) -> None:
+    """Raise ``EnvError`` if any of the named arrays (or dicts of arrays) an env returned at
+    env step ``step`` of the run of seed(s) ``seed`` holds NaN or inf."""
     for name, x in arrays.items():
         if not all(np.isfinite(v).all() for v in (x.values() if isinstance(x, dict) else [x])):
-            raise ValueError(f"{env_id} returned a non-finite {name} (NaN or inf) at env step "
-                             f"{step}; funcsac trains on finite observations and rewards: fix "
-                             "or wrap the environment (the last checkpoint is intact)")
+            raise EnvError(f"{env_id} returned a non-finite {name} (NaN or inf) at env step "
+                           f"{step} ({seed}); funcsac trains on finite observations and rewards: "
+                           "fix or wrap the environment (the last checkpoint is intact)")

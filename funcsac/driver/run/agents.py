@@ -51,6 +51,12 @@ def agent_specs(seed: int, num_seeds: int, sweep: str) -> List[AgentSpec]:
             for v in values for s in range(num_seeds)]
 
 
+def seeds_label(agents: List[AgentSpec]) -> str:
+    """``"seed 1"``, or ``"seeds 1, 2, 3"``: the seeds of a run's agents, for messages."""
+    seeds = sorted({a.seed for a in agents})
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+
+
 def with_overrides(state: SACState, spec: AgentSpec) -> SACState:
     """``state`` with the agent's hyperparameter values."""
     hp = state.hparams

@@ -11,8 +11,8 @@ from ...batch import map_obs
 from ...normalize import observe
 from ..envs.observations import obs_tensors
 from ..envs.spec import scale_action
-from ..envs.step import autoreset_mode, check_finite, transitions
-from .agents import per_agent, split_keys, vmap_agents
+from ..envs.step import autoreset_mode, check_finite, step_env, transitions
+from .agents import agent_specs, per_agent, seeds_label, split_keys, vmap_agents
 
 # exploration noise is drawn for this many vector steps at once (from one key per block), not a
 # key split and a draw per step
@@ -31,6 +31,7 @@ class Collector:
         self.sac_config = sac_config
         self.dtype, self.device = sac_config.dtype, torch.device(sac_config.device)
         self.agents = len(buffers)
+        self.seeds = seeds_label(agent_specs(config.seed, config.num_seeds, config.sweep))
         self.mode = autoreset_mode(envs)
         self.gammas = gammas  # [agents * num_envs]: each sub-env's agent's discount
         self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z),
@@ -53,11 +54,12 @@ class Collector:
                     action = self.sample_fn(state, map_obs(lambda x: x[0], obs_t) if A == 1
                                             else obs_t, z[0] if A == 1 else z)
             action = action.reshape(A * n, spec.action_size).cpu().numpy()
-            next_obs, reward, terminated, truncated, infos = self.envs.step(
-                scale_action(action, spec))
+            next_obs, reward, terminated, truncated, infos = step_env(
+                self.envs, scale_action(action, spec), cfg.env_id, p.env_step + n, self.seeds)
             valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,
                                            p.prev_done)
-            check_finite(cfg.env_id, p.env_step + n, observation=true_next, reward=reward)
+            check_finite(cfg.env_id, p.env_step + n, self.seeds, observation=true_next,
+                         reward=reward)
             self._store(valid, p.obs, action, reward, true_next, terminated, truncated)
             if state.norm:
                 state = self._observe(state, valid, reward, terminated | truncated)

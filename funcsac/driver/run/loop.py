@@ -44,7 +44,7 @@ from .logs import Timings
 from .progress import Progress, crossed
 from .recorder import Recorder
 from .resume import check_resumable, retune, start_fresh_episodes
-from .rundir import prepare_run_dir
+from .rundir import prepare_run_dir, writing_to
 from .seeds import AgentSeeds
 
 
@@ -240,7 +240,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
     """
     torch.set_flush_denormal(True)
     run_dir = Path(run_dir)
-    with _StopFlag() as stop:
+    with _StopFlag() as stop, writing_to(run_dir):
         payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
         if payload is not None:
             check_resumable(config, payload)

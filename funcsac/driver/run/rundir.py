@@ -1,6 +1,7 @@
 """The run directory: refusing to mix two runs in one, and moving an old run aside on request."""
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -37,3 +38,19 @@ def prepare_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
         run_dir.rename(aside)
         print(f"funcsac: moved the previous run in {run_dir} to {aside}")
     run_dir.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.contextmanager
+def writing_to(run_dir: Path):
+    """An ``OSError`` on a file in ``run_dir`` (a read-only or full file system) raised inside
+    becomes a ``ValueError`` naming the file and saying that the last checkpoint is intact (the
+    checkpoint and the replay chunks are replaced whole, atomically)."""
+    try:
+        yield
+    except OSError as e:
+        where = Path(e.filename or "").resolve()
+        if e.filename is None or Path(run_dir).resolve() not in (where, *where.parents):
+            raise
+        raise ValueError(f"could not write {e.filename} ({e.strerror or e}): the run stopped; "
+                         f"its last checkpoint in {run_dir} is intact: make the run directory "
+                         "writable (or free space) and continue with --resume") from e

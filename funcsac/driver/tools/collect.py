@@ -10,7 +10,7 @@ import torch
 from ... import keys
 from ...acting import act
 from ..replay.datasets import Transitions, npz_path, save_dataset
-from ..envs.step import check_finite
+from ..envs.step import check_finite, step_env
 from ..envs.make import make_eval_env
 from ..envs.spec import scale_action
 from .load import load
@@ -56,8 +56,10 @@ def collect(run_dir: Union[str, Path], steps: int, out: Union[str, Path], noise:
             if noise > 0.0:
                 policy = policy + noise * keys.normal(noise_key, policy.shape).numpy()
             action = scale_action(policy, agent.spec)
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            check_finite(env_id, step, observation=next_obs, reward=reward)
+            where = f"reset seed {seed + len(returns)}"
+            next_obs, reward, terminated, truncated, _ = step_env(env, action, env_id, step,
+                                                                  where)
+            check_finite(env_id, step, where, observation=next_obs, reward=reward)
             for field, x in zip(Transitions._fields,
                                 (obs, action, reward, next_obs, terminated, truncated)):
                 rows[field].append(x)
