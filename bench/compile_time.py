@@ -2,6 +2,7 @@
 ``funcsac train`` does it (``compile_stored``): ``python bench/compile_time.py mujoco cpu`` prints
 the first call's seconds, a cold compile with empty inductor caches and compile store, and a warm
 one when an earlier process filled them."""
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import os
 import subprocess
 import sys

@@ -1,3 +1,4 @@
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import os
 
 import pytest

@@ -6,6 +6,7 @@ loop).
 The run waits for its compiled update (from the compile store, or compiled first), so every
 gradient step timed is a compiled one.
 """
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import statistics
 import sys
 import time

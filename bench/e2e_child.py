@@ -8,6 +8,7 @@ where the library reports one, the peak RSS, evaluation returns against wall-clo
 the process started, and the final return over 10 deterministic episodes on seeds 10_000..10_009
 (the same for every library).
 """
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import csv
 import json
 import resource
@@ -46,7 +47,7 @@ def evaluate(policy, env_id: str, episodes: int) -> float:
 
 
 def run_funcsac(task: dict, seed: int, peer_lrs: bool) -> dict:
-    import funcsac  # before torch, as funcsac train does: MKL's kernels (funcsac.blas)
+    import funcsac
     import torch
     from funcsac.driver.run import recorder
     from funcsac.driver.envs.spec import env_spec, scale_action

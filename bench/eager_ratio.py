@@ -5,10 +5,11 @@ workload: ``python bench/eager_ratio.py [--rounds 10]``.
 Interleaving keeps this machine's drift (up to 30% between minutes) out of the ratio, which
 back-to-back pytest-benchmark runs (``bench/test_update.py``) let in.
 """
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import argparse
 import statistics
 
-import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.blas)
+import funcsac
 import torch
 from imperative_sac import ImperativeSAC
 from measure import median_us

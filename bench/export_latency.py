@@ -2,6 +2,7 @@
 thread: the ``torch.export`` program, an onnxruntime session and, for comparison, the module
 before export and ``Agent.act``.
 ``python bench/export_latency.py`` prints a markdown table of median microseconds per call."""
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import functools
 import tempfile
 from pathlib import Path

@@ -4,6 +4,7 @@ at its shapes in the same run (interleaved, medians): ``python bench/gemm_share.
 The update is the one ``funcsac train`` runs on Pendulum-v1 (obs 3, act 1, 256x256, batch 256,
 2 critics), loaded from (or compiled into) the compile store.
 """
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import statistics
 
 import funcsac  # noqa: F401  before torch, as funcsac train: MKL's kernels (funcsac.blas)

@@ -9,6 +9,7 @@ BroNet: 2 blocks of 64 in the critics, 1 in the actor) and each preset runs for 
 ``bench/presets.png`` (``funcsac plot`` of all of them) and the table, printed and in
 ``bench/RESULTS.md``.
 """
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import argparse
 import csv
 import os

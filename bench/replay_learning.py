@@ -6,6 +6,7 @@ vmapped run per variant), the same seeds and settings otherwise.
 Writes one run directory per variant, ``replay.png`` (``funcsac plot`` of all of them) and prints,
 per variant and seed, the first evaluation step whose return reached -250.
 """
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import argparse
 import csv
 from pathlib import Path

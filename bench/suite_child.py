@@ -11,6 +11,7 @@ learning after ``learning_starts(BUDGET)`` random steps. The JSON holds the eval
 ``[wall seconds, env step, [return per seed]]`` rows (wall: since the run's first piece began,
 counting earlier pieces), the phase split, and the peak RSS of this process.
 """
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import json
 import resource
 import sys

@@ -1,7 +1,8 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
 from . import blas
 
-blas.prepare()  # before torch is imported: MKL chooses its kernels once (funcsac.blas)
+if blas.requested():  # the funcsac command, or an opt-in: MKL's kernels, before torch loads
+    blas.prepare()
 
 from . import encoders, keys, presets, registry
 from .acting import act

@@ -7,19 +7,25 @@ with global symbols before torch, makes MKL run the kernels of the CPU's instruc
 2-core AMD EPYC with AVX-512 (Zen 5) the products of a SAC update ran 2.0-2.4x faster (256x256x256
 185 -> 400 GFLOP/s) and the compiled update 1.4-1.7x faster (``bench/ANALYSIS.md``).
 
-``prepare()``, called by ``import funcsac`` before it imports torch, does this when
+``import funcsac`` does none of this by itself: ``prepare()`` runs before torch is imported
+only in the ``funcsac`` command (``funcsac ...``, ``python -m funcsac ...``) and where
+``FUNCSAC_MKL_VENDOR_CHECK`` is set (a script or notebook opts in with
+``FUNCSAC_MKL_VENDOR_CHECK=auto``, in its environment or in ``os.environ`` before
+``import funcsac``). It loads the library when
 
-- ``FUNCSAC_MKL_VENDOR_CHECK`` is ``answered``, or ``auto`` (the default) and a measurement
-  chose it: on an x86-64 Linux AMD CPU, two child processes multiply matrices of a SAC update's
-  shapes, one as shipped and one answered; the answered path is kept when its products equal
-  the shipped ones' to rounding and take at most 0.9 of their time. The verdict is kept per CPU
-  model, instruction set and torch version in ``funcsac/mkl.json`` in the user's cache folder,
-  so it is measured once (about 5 s) and a machine's processes all agree;
+- ``FUNCSAC_MKL_VENDOR_CHECK`` is ``answered``, or ``auto`` (the command's default) and the
+  verdict kept for this machine says so, or no verdict is kept and a measurement chooses it: on an
+  x86-64 Linux AMD CPU, two child processes multiply matrices of a SAC update's shapes, one as
+  shipped and one answered; the answered path is kept when its products equal the shipped ones'
+  to rounding and take at most 0.9 of their time. The verdict is kept per CPU model, instruction
+  set and torch version in ``funcsac/mkl.json`` in the user's cache folder, so it is measured
+  once (about 5 s) and a machine's processes all agree; a kept "no" builds nothing;
 - torch is not imported yet (after it, MKL has chosen) and a C compiler (``cc``) builds the
   library, from the source below, into a new private folder, for this process only.
 
 The choice made goes into the environment (``answered`` or ``shipped``), so that child processes
-(a background compile, a tool's subprocess) make the same one.
+(a background compile, a tool's subprocess) make the same one, and the command says it in one
+line on stderr when it answers.
 
 ``shipped`` leaves MKL as it is. The choice changes rounding only, never what is computed; it is
 recorded with a run's numerics (``funcsac.machine.numerics``), as a resumed run is bitwise the
@@ -133,16 +139,20 @@ def measure(library: str) -> dict:
             "shipped_s": shipped["seconds"], "answered_s": answer["seconds"]}
 
 
-def _remembered(machine: dict, library: str) -> dict:
-    """The verdict for ``machine`` (``identity()``): read from the cache folder, else measured
-    and written there (whole, by a rename)."""
-    path = _verdict_path()
+def kept_verdict(machine: dict) -> Optional[dict]:
+    """The verdict kept in the cache folder for ``machine`` (``identity()``), or ``None``."""
     try:
-        saved = json.loads(path.read_text())
+        saved = json.loads(_verdict_path().read_text())
         if saved.get("identity") == machine:
             return saved["verdict"]
     except (OSError, ValueError, KeyError, AttributeError):
         pass
+    return None
+
+
+def _measured(machine: dict, library: str) -> dict:
+    """A new verdict for ``machine``, written to the cache folder (whole, by a rename)."""
+    path = _verdict_path()
     verdict = measure(library)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -158,10 +168,19 @@ def _remembered(machine: dict, library: str) -> dict:
     return verdict
 
 
+def requested() -> bool:
+    """Whether this process chooses MKL's kernels as it starts (``import funcsac``): it is the
+    ``funcsac`` command, or ``FUNCSAC_MKL_VENDOR_CHECK`` is set."""
+    argv = getattr(sys, "orig_argv", sys.argv)
+    command = Path(sys.argv[0]).name == "funcsac" or any(
+        a == "-m" and b == "funcsac" for a, b in zip(argv, argv[1:]))
+    return command or ENV in os.environ
+
+
 def prepare() -> bool:
-    """Load the library when the setting (``ENV``) and the machine call for it (see the module's
-    docstring); returns whether this process runs MKL answered. Anything unexpected leaves MKL
-    as shipped."""
+    """Load the library when the setting (``ENV``, ``auto`` where unset) and the machine call for
+    it (see the module's docstring); returns whether this process runs MKL answered, and says so
+    on stderr when it newly does. Anything unexpected leaves MKL as shipped."""
     global answered
     choice = os.environ.get(ENV, "auto")
     if choice not in CHOICES:
@@ -175,21 +194,30 @@ def prepare() -> bool:
             answered = _load(choice)
         except Exception:
             answered = False
+        if answered and os.environ.get(ENV) != "answered":  # a child of such a process: quiet
+            print(f"funcsac: MKL runs the kernels of this AMD CPU's instruction set (faster "
+                  f"here, measured once); {ENV}=shipped turns this off", file=sys.stderr)
     # child processes (a background compile, a tool's subprocess) make the same choice
     os.environ[ENV] = "answered" if answered else "shipped"
     return answered
 
 
 def _load(choice: str) -> bool:
-    """Build the library, and load it if ``choice`` is ``answered`` or the verdict for this
-    machine says so; whether it was loaded."""
+    """Load the library if ``choice`` is ``answered`` or the verdict for this machine says so
+    (measured first where none is kept; nothing is built where a kept verdict says no); whether
+    it was loaded."""
     import ctypes
+    machine = identity()
+    verdict = kept_verdict(machine) if choice == "auto" else None
+    if verdict is not None and not verdict.get("answered"):
+        return False
     folder = tempfile.mkdtemp(prefix="funcsac-mkl-")  # mode 0700: only this user writes it
     try:
         library = _build(folder)
         if library is None:
             return False
-        if choice == "auto" and not _remembered(identity(), library).get("answered"):
+        if choice == "auto" and verdict is None and \
+                not _measured(machine, library).get("answered"):
             return False
         ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
         return True

@@ -1,6 +1,7 @@
-"""MKL answered on AMD CPUs (``funcsac.blas``): chosen before torch is imported, by the setting or
-a measurement kept per machine, passed on to child processes, recorded with the numerics, and
-left alone wherever anything is unexpected."""
+"""MKL answered on AMD CPUs (``funcsac.blas``): chosen before torch is imported by the funcsac
+command or an opt-in (never by a plain ``import funcsac``), by the setting or a measurement kept
+per machine, passed on to child processes, recorded with the numerics, and left alone wherever
+anything is unexpected."""
 import json
 import os
 import shutil
@@ -71,7 +72,7 @@ def test_torch_imported_first_leaves_mkl_alone(tmp_path):
 @pytest.mark.parametrize("answered", [False, True])
 def test_auto_follows_the_kept_verdict_without_measuring(tmp_path, answered):
     _verdict(tmp_path, answered)
-    done = _child(tmp_path)
+    done = _child(tmp_path, "auto")
     assert done.returncode == 0, done.stderr
     got, setting, recorded, error = json.loads(done.stdout.splitlines()[-1])
     label = "answered" if answered else "shipped"
@@ -109,3 +110,60 @@ def test_anything_unexpected_leaves_mkl_as_shipped(monkeypatch):
     monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported yet
     assert blas.prepare() is False
     assert os.environ[blas.ENV] == "shipped"
+
+
+PLAIN = r"""
+import json, os, subprocess, ctypes
+started, loaded, before = [], [], dict(os.environ)
+real_popen, real_cdll = subprocess.Popen.__init__, ctypes.CDLL.__init__
+subprocess.Popen.__init__ = lambda self, *a, **k: started.append(a) or real_popen(self, *a, **k)
+ctypes.CDLL.__init__ = (lambda self, name, *a, **k: loaded.append(name)
+                        or real_cdll(self, name, *a, **k))
+import funcsac
+print(json.dumps([started, [n for n in loaded if n and "mkl" in str(n)],
+                  dict(os.environ) == before, funcsac.blas.answered]))
+"""
+
+
+def test_a_plain_import_starts_nothing_builds_nothing_and_changes_no_setting(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != blas.ENV}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", PLAIN], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [[], [], True, False]
+    assert not (tmp_path / "funcsac").exists()  # nothing measured or kept
+
+
+def test_the_command_and_an_opt_in_request_the_choice(monkeypatch):
+    monkeypatch.delenv(blas.ENV, raising=False)
+    for argv, orig, wanted in ((["/venv/bin/funcsac", "train"], None, True),
+                               (["-m"], ["python", "-m", "funcsac", "train"], True),
+                               (["script.py"], ["python", "script.py"], False),
+                               (["-c"], ["python", "-c", "import funcsac"], False)):
+        monkeypatch.setattr(sys, "argv", argv)
+        monkeypatch.setattr(sys, "orig_argv", orig or ["python", *argv])
+        assert blas.requested() is wanted
+    monkeypatch.setenv(blas.ENV, "auto")
+    assert blas.requested()
+
+
+@pytest.mark.skipif(not AMD, reason="needs an AMD CPU and a C compiler")
+@pytest.mark.parametrize("answered", [False, True])
+def test_the_command_follows_the_verdict_and_says_when_it_answers(tmp_path, answered):
+    _verdict(tmp_path, answered)
+    env = {k: v for k, v in os.environ.items() if k != blas.ENV}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "funcsac", "--help"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    said = "MKL runs the kernels of this AMD CPU's instruction set" in done.stderr
+    assert said is answered and ("FUNCSAC_MKL_VENDOR_CHECK=shipped turns this off" in
+                                 done.stderr) is answered
+
+
+def test_a_kept_no_builds_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    _verdict(tmp_path, False)
+    monkeypatch.setattr(blas, "_build", lambda folder: pytest.fail("built despite a kept no"))
+    assert blas._load("auto") is False
