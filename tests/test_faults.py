@@ -112,3 +112,20 @@ def test_a_run_directory_that_turns_read_only_stops_the_run_and_keeps_its_checkp
     straight = funcsac.train(RUN, tmp_path / "straight")
     assert eval_rows(run) == eval_rows(tmp_path / "straight")
     assert_states_equal(resumed.state, straight.state)
+
+
+@pytest.mark.slow
+def test_runs_killed_at_random_points_resume_bitwise(tmp_path):
+    """bench/faults.py on a small budget: a run killed with SIGKILL in each phase (the compile
+    aside: minutes) resumes to the uninterrupted run's final state and evaluations, bit for
+    bit; and the comparison tells a different run apart."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import faults
+    phases = ("collect", "update", "evaluate", "checkpoint", "chunk")
+    result = faults.campaign(len(phases), seed=1, total_steps=800, phases=phases, work=tmp_path)
+    assert [r["phase"] for r in result["runs"]] == list(phases)
+    assert result["killed"] == result["survived"] == len(phases), result["runs"]
+    final = faults._final(tmp_path / "reference-none")
+    changed = ([x.clone() for x in final[0]], final[1])
+    changed[0][-1].view(-1)[0] += 1e-6
+    assert faults._same(final, final) and not faults._same(final, changed)
