@@ -29,7 +29,7 @@ def main(total_steps: int) -> None:
     learner.Learner.sample = timed(times["sample"], learner.Learner.sample)
     collector.Collector.collect = timed(times["collect"], collector.Collector.collect)
     function = learner.CompiledStep.function
-    learner.CompiledStep.function = lambda self: timed(times["step"], function(self))
+    learner.CompiledStep.function = lambda self, name: timed(times["step"], function(self, name))
     config = funcsac.TrainConfig(env_id="Pendulum-v1", total_steps=total_steps,
                                  learning_starts=1000, eval_every=0, checkpoint_every=0,
                                  progress=False, compile_in_background=False)

@@ -14,7 +14,7 @@ import torch
 from measure import count_flops, median_us
 from funcsac.driver.config import TrainConfig
 from funcsac.driver.envs.spec import EnvSpec
-from funcsac.driver.run.learner import example_batches, initial_state, step_function
+from funcsac.driver.run.learner import example_batches, initial_state, step_functions
 from funcsac.stored_compile import compile_stored
 
 # (m, k, n) of the update's products: hidden layers, a small-K input layer, the heads, the pair
@@ -27,7 +27,7 @@ def main() -> None:
     config = TrainConfig(env_id="Pendulum-v1")
     spec = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
     sac_config = config.sac_config(3, 1)
-    fn, name = step_function(config, 1)
+    ((name, fn),) = step_functions(config, 1).items()
     state = initial_state(config, sac_config)
     batch = example_batches(config, spec, sac_config, 1)
     batch = batch._replace(obs=torch.randn_like(batch.obs), next_obs=torch.randn_like(batch.obs),

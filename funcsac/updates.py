@@ -2,7 +2,9 @@
 
 Order (as in jaxrl): critic step, polyak target update, actor step against the new critics,
 temperature step on the actor's log-probs. The actor and the temperature change only every
-``policy_delay`` steps, chosen with tensor arithmetic so that one compiled graph serves every step.
+``policy_delay`` steps, chosen with tensor arithmetic so that one compiled graph serves every step;
+a caller that knows the step (the driver) calls ``update.critic_update`` where the actor is not
+due, and computes nothing in vain.
 All randomness comes from ``state.key``. Gradients, Adam and the polyak average cover the trainable
 parameters only (``Static.actor_trainable``, ``Static.critic_trainable``); buffers change only as
 a loss returns their new values. ``critic_step`` and ``actor_step`` are the two halves, which
@@ -181,7 +183,14 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         metrics = {**c_metrics, **a_metrics}  # METRIC_NAMES, in another order
         return (new, metrics, {"td_error": td_error}) if with_aux else (new, metrics)
 
+    def critic_update(state: SACState, batch: Batch):
+        """``update`` on a step whose actor is not due (``state.step % policy_delay != 0``): the
+        critic half alone, which gives the same new state; the critic's metrics only."""
+        new, _, metrics, td_error = critic_step(state, prepare(state, batch))
+        return (new, metrics, {"td_error": td_error}) if with_aux else (new, metrics)
+
     update.critic_step, update.actor_step, update.with_aux = critic_step, actor_step, with_aux
+    update.critic_update = critic_update
     return update
 
 

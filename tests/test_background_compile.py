@@ -13,15 +13,17 @@ import funcsac
 from funcsac.driver.run import learner
 from funcsac.driver.envs.spec import EnvSpec
 from funcsac.stored_compile import artifact_path
-from helpers import TINY, eval_rows
+from helpers import TINY, assert_states_equal, eval_rows
 
 SPEC = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
+NAME = "update-agents1"  # the store name of a one-agent run's update
 DISCRETE = EnvSpec(4, 2, np.array([0.0]), np.array([1.0]), "int64", discrete=True)
 
 
 @pytest.mark.parametrize("settings,spec", [
     ({}, SPEC),
     ({"utd": 2, "policy_delay": 2}, SPEC),
+    ({"policy_delay": 3}, SPEC),  # two steps: the update, and its critic half
     ({"prioritized": True, "n_step": 3}, SPEC),
     ({"num_seeds": 2, "sweep": "critic_lr=1e-4,3e-4", "num_envs": 2}, SPEC),
     ({"offline_data": "data.npz", "offline_ratio": 0.25, "num_critics": 4,
@@ -36,17 +38,17 @@ def test_the_child_builds_the_step_of_the_run(settings, spec):
     config = funcsac.TrainConfig(**{**TINY, **settings})
     sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
     agents = config.num_seeds * max(1, len(config.sweep.split(",")))
-    fn, name = learner.step_function(config, agents)
+    fns = learner.step_functions(config, agents)
     args = (learner.initial_state(config, sac_config),
             learner.example_batches(config, spec, sac_config, agents))
-    path = artifact_path(fn, args, name)
-    request = learner.build_request(config, spec, name, path)
-    child_fn, child_args, child_name = learner.requested_step(request)
-    assert child_name == name and artifact_path(child_fn, child_args, child_name) == path
+    paths = {name: artifact_path(fn, args, name) for name, fn in fns.items()}
+    child_fns, child_args = learner.requested_steps(learner.build_request(config, spec, paths))
+    assert {name: artifact_path(fn, child_args, name) for name, fn in child_fns.items()} == paths
     # a request for another configuration is told apart
     other = funcsac.TrainConfig(**{**TINY, **settings, "batch_size": 16})
-    assert artifact_path(*learner.requested_step(
-        {**learner.build_request(other, spec, name, path)})[:2], name) != path
+    other_fns, other_args = learner.requested_steps(learner.build_request(other, spec, paths))
+    assert all(artifact_path(fn, other_args, name) != paths[name]
+               for name, fn in other_fns.items())
 
 
 class _Child:
@@ -79,21 +81,21 @@ def _step(monkeypatch, tmp_path, after: float, status: int):
     monkeypatch.setattr(learner, "_start_child", lambda *a: _Child(after, status))
     config = funcsac.TrainConfig(**{**TINY, "compile": True})
     sac_config = config.sac_config(3, 1)
-    fn, name = learner.step_function(config, 1)
+    fns = learner.step_functions(config, 1)
     args = (learner.initial_state(config, sac_config),
             learner.example_batches(config, SPEC, sac_config, 1))
-    step = learner.CompiledStep(fn, name, args, True, config, SPEC, tmp_path / "compile.log")
-    return step, fn, compiled
+    step = learner.CompiledStep(fns, args, True, config, SPEC, tmp_path / "compile.log")
+    return step, fns[NAME], compiled
 
 
 def test_eager_until_the_child_is_done_then_compiled(monkeypatch, tmp_path, capsys):
     step, eager, compiled = _step(monkeypatch, tmp_path, after=0.3, status=0)
-    assert not step.due() and step.function() is eager and not compiled
+    assert not step.due() and step.function(NAME) is eager and not compiled
     time.sleep(0.4)
     assert step.due()
-    assert step.function()() == "compiled" and compiled == ["update-agents1"]
+    assert step.function(NAME)() == "compiled" and compiled == [NAME]
     assert "compiled in the background" in capsys.readouterr().out
-    assert not step.due() and step.function()() == "compiled" and len(compiled) == 1
+    assert not step.due() and step.function(NAME)() == "compiled" and len(compiled) == 1
 
 
 @pytest.mark.parametrize("status,match", [(1, "failed.*exit status 1"),
@@ -102,8 +104,8 @@ def test_a_failed_child_is_followed_by_a_compile_here(monkeypatch, tmp_path, sta
     step, _, compiled = _step(monkeypatch, tmp_path, after=0.0, status=status)
     time.sleep(0.01)
     with pytest.warns(UserWarning, match=match + ".*compiling it in this process"):
-        assert step.function()() == "compiled"
-    assert compiled == ["update-agents1"]
+        assert step.function(NAME)() == "compiled"
+    assert compiled == [NAME]
 
 
 def test_closing_stops_a_child_still_compiling(monkeypatch, tmp_path):
@@ -133,3 +135,28 @@ def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path
     assert threads == [1, 1]
     assert child.args[0] == sys.executable
     assert eval_rows(tmp_path / "cold") == eval_rows(tmp_path / "eager")
+
+
+def test_a_run_with_a_policy_delay_computes_the_actor_only_when_it_is_due(tmp_path,
+                                                                            monkeypatch):
+    """policy_delay 3 at one gradient step a call: the learner calls the critic half on the 2
+    steps of 3 whose actor is not due, and the run equals one that computes the whole update
+    every step (and keeps the actor by torch.where), bit for bit."""
+    settings = {**TINY, "env_id": "Pendulum-v1", "total_steps": 160, "learning_starts": 60,
+                "eval_every": 80, "seed": 4, "policy_delay": 3}
+    calls = []
+    real = learner.step_functions
+
+    def counted(config, agents):
+        fns = real(config, agents)
+        return {name: (lambda fn, name: lambda *a: calls.append(name) or fn(*a))(fn, name)
+                for name, fn in fns.items()}
+
+    monkeypatch.setattr(learner, "step_functions", counted)
+    split = funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "split")
+    assert calls == [NAME if i % 3 == 0 else "update-critic-agents1" for i in range(101)]
+    monkeypatch.setattr(learner, "step_functions",
+                        lambda config, agents: dict([next(iter(real(config, agents).items()))]))
+    whole = funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "whole")
+    assert_states_equal(split.state, whole.state)
+    assert eval_rows(tmp_path / "split") == eval_rows(tmp_path / "whole")

@@ -1,7 +1,7 @@
-"""The learn stage (``Learner``), its step function, and the compiled step built out of the run's
+"""The learn stage (``Learner``), its step functions, and the compiled steps built out of the run's
 way.
 
-``step_function`` is what the learner calls for its gradient steps; ``CompiledStep`` gives the
+``step_functions`` are what the learner calls for its gradient steps; ``CompiledStep`` gives the
 function to call now. With the compile store holding the step (a configuration run before), it
 is loaded (about a second). Otherwise, in the background
 (``TrainConfig.compile_in_background``), a child process (``main``) builds the same step from
@@ -25,7 +25,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -47,15 +47,21 @@ MISMATCH = 3  # the child's exit status when its step's store key is not the run
 CHILD = "import sys; from funcsac.driver.run.learner import main; sys.exit(main(sys.argv[1]))"
 
 
-def step_function(config: TrainConfig, num_agents: int) -> Tuple[Callable, str]:
-    """The function a run's learn stage calls, ``fn(state, batches) -> (state, metrics[, aux])``
+def step_functions(config: TrainConfig, num_agents: int) -> Dict[str, Callable]:
+    """The functions a run's learn stage calls, ``fn(state, batches) -> (state, metrics[, aux])``
     (``utd * num_envs`` gradient steps of every agent; per-sample TD errors with prioritized
-    replay), and its name in the compile store."""
+    replay), by their names in the compile store: the update first, then, with ``policy_delay``
+    > 1 at one gradient step a call, its critic half (``critic_update``) for the steps whose
+    actor is not due."""
     k = config.utd * config.num_envs
     one = update_with_aux if config.prioritized else update
-    name = f"{'update' if k == 1 else 'update_many'}{'-aux' if config.prioritized else ''}"
-    return vmap_agents(one if k == 1 else make_update_many(one), num_agents), \
-        f"{name}-agents{num_agents}"
+    tail = f"{'-aux' if config.prioritized else ''}-agents{num_agents}"
+    if k > 1:
+        return {f"update_many{tail}": vmap_agents(make_update_many(one), num_agents)}
+    fns = {f"update{tail}": vmap_agents(one, num_agents)}
+    if config.policy_delay > 1:
+        fns[f"update-critic{tail}"] = vmap_agents(one.critic_update, num_agents)
+    return fns
 
 
 def initial_state(config: TrainConfig, sac_config: SACConfig) -> SACState:
@@ -111,22 +117,22 @@ def _code_modules(sac_config: SACConfig) -> list:
 
 
 class CompiledStep:
-    """The run's step function: ``function()`` is the function to call for the next gradient
-    step (eager until the compiled one is in use); ``due()`` says whether calling it will load
+    """The run's step functions: ``function(name)`` is the function to call for the next gradient
+    step (eager until the compiled ones are in use); ``due()`` says whether calling it will load
     or compile first.
 
-    ``fn``/``name``: ``step_function``'s; ``args``: the state and example batches it is compiled
-    for; ``background``: build it in a child process when the store lacks it (``config``,
-    ``spec``: what the child builds it from; ``log``: the child's output)."""
+    ``fns``: ``step_functions``'; ``args``: the state and example batches they are compiled
+    for; ``background``: build them in a child process when the store lacks one (``config``,
+    ``spec``: what the child builds them from; ``log``: the child's output)."""
 
-    def __init__(self, fn: Callable, name: str, args: tuple, background: bool,
+    def __init__(self, fns: Dict[str, Callable], args: tuple, background: bool,
                  config: TrainConfig, spec: EnvSpec, log: Path):
-        self.eager, self.name, self.args = fn, name, args
-        self.compiled: Optional[Callable] = None
+        self.eager, self.args, self.name = fns, args, " and ".join(fns)
+        self.compiled: Optional[Dict[str, Callable]] = None
         self.child: Optional[subprocess.Popen] = None
-        path = artifact_path(fn, args, name)
-        if background and path is not None and not path.exists():
-            self.child, self.log = _start_child(config, spec, name, path, log), log
+        paths = {name: artifact_path(fn, args, name) for name, fn in fns.items()}
+        if background and any(p is not None and not p.exists() for p in paths.values()):
+            self.child, self.log = _start_child(config, spec, paths, log), log
             self.started, self.threads = time.perf_counter(), torch.get_num_threads()
             torch.set_num_threads(max(1, self.threads - 1))  # a core for the compile
 
@@ -135,12 +141,12 @@ class CompiledStep:
         in use yet and none is being built, or the child building it has ended."""
         return self.compiled is None and (self.child is None or self.child.poll() is not None)
 
-    def function(self) -> Callable:
-        """The compiled step when it is ready (loaded from the store, or compiled here when no
-        child builds it or the child failed), else the eager one."""
+    def function(self, name: str) -> Callable:
+        """The compiled step ``name`` when it is ready (loaded from the store, or compiled here
+        when no child builds it or the child failed), else the eager one."""
         if self.due():
             self._compile()
-        return self.eager if self.compiled is None else self.compiled
+        return (self.eager if self.compiled is None else self.compiled)[name]
 
     def _compile(self) -> None:
         if self.child is not None and self.child.returncode != 0:
@@ -152,7 +158,8 @@ class CompiledStep:
             print(f"funcsac: {self.name} compiled in the background in "
                   f"{time.perf_counter() - self.started:.1f} s; the run goes on compiled")
         self._end_child()
-        self.compiled = compile_stored(self.eager, self.args, self.name)
+        self.compiled = {name: compile_stored(fn, self.args, name)
+                         for name, fn in self.eager.items()}
         self.args = None  # the example inputs are needed no more
 
     def close(self) -> None:
@@ -178,11 +185,10 @@ class Learner:
                  buffers: list, offline: Optional[ReplayBuffer], progress, timings, log: Path):
         self.config, self.buffers, self.offline = config, buffers, offline
         self.progress, self.timings = progress, timings
-        fn, name = step_function(config, len(buffers))
-        self.step = (CompiledStep(fn, name, (state, example_batches(
+        self.fns = step_functions(config, len(buffers))
+        self.step = (CompiledStep(self.fns, (state, example_batches(
             config, spec, sac_config, len(buffers))), config.compile_in_background, config,
             spec, log) if config.compile else None)
-        self.step_fn = fn  # the eager step until the compiled one is ready, then that one
         self.metrics = None
 
     def learn(self, state: SACState) -> SACState:
@@ -193,13 +199,18 @@ class Learner:
                                    else cfg.offline_rows)
         if p.env_step < cfg.learning_starts or self.buffers[0].size < online:
             return state
+        # the update, or its critic half where the actor is not due (p.updates is state.step)
+        update, *critic = self.fns
+        name = critic[0] if critic and p.updates % cfg.policy_delay else update
         if self.step is not None and self.step.due():
             with self.timings.phase("compile"):
-                self.step_fn = self.step.function()
+                self.step.function(name)
         with self.timings.phase("update"):
             p.key, k_sample = split_keys(p.key)
             rows, positions = self.sample(state, k_sample, cfg.utd * cfg.num_envs)
-            state, self.metrics, *aux = self.step_fn(state, rows)
+            fn = self.fns[name] if self.step is None else self.step.function(name)
+            state, metrics, *aux = fn(state, rows)
+            self.metrics = {**(self.metrics or {}), **metrics}  # the actor's from its last step
             if aux:  # prioritized replay: the rows' new priorities from their TD errors
                 td_error = aux[0]["td_error"].reshape(len(self.buffers), -1)
                 for buffer, where, td in zip(self.buffers, positions, td_error):
@@ -222,33 +233,34 @@ class Learner:
             self.step.close()
 
 
-def build_request(config: TrainConfig, spec: EnvSpec, name: str, path: Path) -> dict:
-    """What a child process needs to build the run's step (plain values): the run's
-    configuration, its environment's spec, the modules to import and the step's store name and
-    path."""
+def build_request(config: TrainConfig, spec: EnvSpec, paths: Dict[str, Path]) -> dict:
+    """What a child process needs to build the run's steps (plain values): the run's
+    configuration, its environment's spec, the modules to import and the steps' store paths by
+    their names."""
     sac_config = config.agent_config(spec)
-    return {"config": config.to_dict(), "env": spec.to_dict(), "name": name, "path": str(path),
+    return {"config": config.to_dict(), "env": spec.to_dict(),
+            "paths": {name: str(path) for name, path in paths.items()},
             "modules": _code_modules(sac_config)}
 
 
-def requested_step(request: dict) -> Tuple[Callable, tuple, str]:
-    """The step ``(fn, args, name)`` that ``request`` describes, built as a run builds its own."""
+def requested_steps(request: dict) -> Tuple[Dict[str, Callable], tuple]:
+    """The steps (``step_functions``) that ``request`` describes and the arguments they are
+    compiled for, built as a run builds its own."""
     for module in request["modules"]:
         importlib.import_module(module)
     config, spec = TrainConfig.from_dict(request["config"]), EnvSpec.from_dict(request["env"])
     sac_config = config.agent_config(spec)
     agents = len(agent_specs(config.seed, config.num_seeds, config.sweep))
-    fn, name = step_function(config, agents)
-    return fn, (initial_state(config, sac_config),
-                example_batches(config, spec, sac_config, agents)), name
+    return step_functions(config, agents), (initial_state(config, sac_config),
+                                            example_batches(config, spec, sac_config, agents))
 
 
-def _start_child(config: TrainConfig, spec: EnvSpec, name: str, path: Path,
+def _start_child(config: TrainConfig, spec: EnvSpec, paths: Dict[str, Path],
                  log: Path) -> subprocess.Popen:
-    """A child process compiling the run's step into the store at ``path``, its output to
+    """A child process compiling the run's steps into the store at ``paths``, its output to
     ``log``."""
     request = log.with_suffix(".json")
-    request.write_text(json.dumps(build_request(config, spec, name, path)))
+    request.write_text(json.dumps(build_request(config, spec, paths)))
     with open(log, "w") as out:
         return start_child([sys.executable, "-c", CHILD, str(request)], stdout=out,
                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -256,12 +268,14 @@ def _start_child(config: TrainConfig, spec: EnvSpec, name: str, path: Path,
 
 
 def build(request: dict) -> int:
-    """The child's work: the step of ``request``'s run compiled into the store. Returns the exit
-    status: 0, or ``MISMATCH`` when the step it builds has another store key than the run's."""
-    fn, args, name = requested_step(request)
-    if name != request["name"] or str(artifact_path(fn, args, name)) != request["path"]:
+    """The child's work: the steps of ``request``'s run compiled into the store. Returns the exit
+    status: 0, or ``MISMATCH`` when a step it builds has another store key than the run's."""
+    fns, args = requested_steps(request)
+    if {name: str(artifact_path(fn, args, name)) for name, fn in fns.items()} \
+            != request["paths"]:
         return MISMATCH
-    compile_stored(fn, args, name)
+    for name, fn in fns.items():
+        compile_stored(fn, args, name)
     return 0
 
 
