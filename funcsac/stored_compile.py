@@ -34,8 +34,9 @@ The store keeps itself small (``prune_store``, after each save): a function not 
 days goes, then the least recently used ones beyond 2 GiB (each holds a compiled library of 5 to
 10 MB), and build folders left for a day that no stored function restores into.
 
-Where the store cannot be used (``fn`` or the code its inputs choose cannot be fingerprinted, the
-store is refused, AOTInductor fails), ``fn`` is compiled with ``torch.compile``, after a warning.
+Where the store cannot be used (a torch other than the release it is written for,
+``STORE_TORCH``; ``fn`` or the code its inputs choose cannot be fingerprinted; the store is
+refused; AOTInductor fails), ``fn`` is compiled with ``torch.compile``, after a one-line warning.
 """
 from __future__ import annotations
 
@@ -79,7 +80,11 @@ MAX_AGE_S, MAX_BYTES = 30 * DAY_S, 2 * 2**30  # prune_store's limits
 # headers: seconds less to compile, the same update time. The kernels stay vectorised: scalar
 # loops left to g++ compiled in a third of the time but made the update 1.85x slower on an AMD
 # EPYC (AVX2), 10.9 against 5.9 ms (bench/ANALYSIS.md)
-OPTIONS = {"use_aoti": True, "guard_filter_fn": torch.compiler.skip_all_guards_unsafe,
+# the torch release whose ahead-of-time compile and loading (private parts included) the store
+# is written for; under another, functions are compiled with torch.compile (inductor's own cache)
+STORE_TORCH = "2.13"
+OPTIONS = {"use_aoti": True,
+           "guard_filter_fn": getattr(torch.compiler, "skip_all_guards_unsafe", None),
            "aot_inductor.precompile_headers": False,
            "aot_inductor.compile_wrapper_opt_level": "O0",
            "aot_inductor.enable_line_tables": False}
@@ -398,11 +403,23 @@ def _unstored(fn: Callable, why: str) -> Callable:
     return compile_update(fn)
 
 
+def _other_torch() -> Optional[str]:
+    """Why the store cannot serve this torch, or ``None`` when it is ``STORE_TORCH``."""
+    release = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    if release == STORE_TORCH:
+        return None
+    return (f"funcsac's compile store is written for torch {STORE_TORCH}, this is torch "
+            f"{torch.__version__}")
+
+
 def artifact_path(fn: Callable, args: tuple, name: str,
                   directory: Optional[Path] = None) -> Optional[Path]:
     """Where ``compile_stored`` keeps ``fn`` named ``name`` compiled for ``args`` in the store
-    ``directory`` (default ``store_dir()``); ``None`` where the store cannot be used (the code
-    or inputs cannot be fingerprinted, the store is refused)."""
+    ``directory`` (default ``store_dir()``); ``None`` where the store cannot be used (another
+    torch than ``STORE_TORCH``, the code or inputs cannot be fingerprinted, the store is
+    refused)."""
+    if _other_torch():
+        return None
     try:
         return _artifact_path(fn, args, name, Path(directory or store_dir()))[0]
     except (Unfingerprintable, OSError):
@@ -421,6 +438,9 @@ def compile_stored(fn: Callable, args: tuple, name: str,
     ``directory`` (default ``store_dir()``) when an equal key was compiled before, else compiled
     ahead of time and saved there. Falls back to ``torch.compile(fn, fullgraph=True)``, with a
     warning, where the store cannot be used (see the module's docstring)."""
+    if _other_torch():
+        return _unstored(fn, f"{name}: {_other_torch()}; compiled with torch.compile (inductor's "
+                             "own cache) instead, not stored")
     directory = Path(directory or store_dir())
     try:
         path, key = _artifact_path(fn, args, name, directory)

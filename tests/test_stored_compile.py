@@ -262,6 +262,22 @@ def _refused(store, match, fn=_double):
     assert torch.equal(compiled(x), x * 2)
 
 
+def test_another_torch_compiles_with_torch_compile_and_says_so(tmp_path, monkeypatch):
+    """The store is written for one torch release; under another, nothing is stored or loaded
+    (no path for a background compile either) and torch.compile computes, after one line."""
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    monkeypatch.setattr(torch, "__version__", "2.99.0+cpu")
+    x = torch.arange(4.0)
+    assert funcsac.stored_compile.artifact_path(_double, (x,), "double", store) is None
+    with pytest.warns(UserWarning, match=r"double: funcsac's compile store is written for torch "
+                                         r"2\.13, this is torch 2\.99\.0\+cpu; compiled with "
+                                         r"torch.compile \(inductor's own cache\) instead"):
+        compiled = compile_stored(_double, (x,), "double", store)
+    assert list(store.iterdir()) == [] and not hasattr(compiled, "loaded")
+    assert torch.equal(compiled(x), x * 2)
+
+
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o702])
 def test_a_store_others_may_write_to_is_refused(tmp_path, mode):
     store = tmp_path / "store"
