@@ -55,6 +55,25 @@ def test_a_buffer_that_does_not_fit_is_refused_and_one_over_half_warned():
     memory.check_buffer_memory(buffers, 10_000, 10 ** 9, available=2_000_000)  # 0.72 MB: quiet
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_cgroup_limit_leaves_less_room(tmp_path, monkeypatch, version):
+    """What the cgroup allows beyond what it uses (v2: memory.max less memory.current; v1:
+    memory.limit_in_bytes less memory.usage_in_bytes), in this process's own group."""
+    group = (tmp_path / "job") if version == 2 else (tmp_path / "memory" / "job")
+    group.mkdir(parents=True)
+    limit, usage = (("memory.max", "memory.current") if version == 2 else
+                    ("memory.limit_in_bytes", "memory.usage_in_bytes"))
+    (group / limit).write_text("3000000000\n")
+    (group / usage).write_text("1000000000\n")
+    (tmp_path / "self").write_text("0::/job\n" if version == 2 else "4:memory:/job\n0::/\n")
+    monkeypatch.setattr(memory, "CGROUP", tmp_path)
+    monkeypatch.setattr(memory, "PROC_CGROUP", tmp_path / "self")
+    assert memory._cgroup_room() == 2_000_000_000
+    assert memory.available_memory() <= 2_000_000_000
+    (group / limit).write_text("max\n")  # no limit
+    assert memory._cgroup_room() is None
+
+
 def test_the_memory_available_is_read_from_the_system():
     available = memory.available_memory()
     assert available is not None and 0 < available < 2 ** 50

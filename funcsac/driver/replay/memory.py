@@ -9,6 +9,7 @@ from typing import List, Optional
 from .buffer import ReplayBuffer
 
 CGROUP = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")  # this process's cgroups
 
 
 def _read_int(path: Path) -> Optional[int]:
@@ -23,7 +24,7 @@ def _cgroup_room() -> Optional[int]:
     """Bytes left under this process's cgroup memory limit (v2, else v1), or ``None`` where no
     limit is set or none can be read."""
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = PROC_CGROUP.read_text().splitlines()
     except OSError:
         return None
     for line in lines:
