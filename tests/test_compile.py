@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import funcsac
+from funcsac.stored_compile import artifact_path, compile_stored
 from helpers import make_batch, small_config
 
 CFG = small_config(num_critics=3, num_target_critics=2, policy_delay=2, target_update_every=2)
@@ -69,3 +70,23 @@ def test_reduce_overhead_feeds_outputs_back_safely():
         eager, _ = funcsac.update(eager, batch)
         compiled, _ = step(compiled, batch)
     _assert_trees_close(compiled, eager, rtol=1e-4, atol=1e-5)
+
+
+def _double(x):
+    return x * 2
+
+
+def test_another_torch_compiles_with_torch_compile_and_says_so(tmp_path, monkeypatch):
+    """The store is written for one torch release; under another, nothing is stored or loaded
+    (no path for a background compile either) and torch.compile computes, after one line."""
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    monkeypatch.setattr(torch, "__version__", "2.99.0+cpu")
+    x = torch.arange(4.0)
+    assert artifact_path(_double, (x,), "double", store) is None
+    with pytest.warns(UserWarning, match=r"double: funcsac's compile store is written for torch "
+                                         r"2\.13, this is torch 2\.99\.0\+cpu; compiled with "
+                                         r"torch.compile \(inductor's own cache\) instead"):
+        compiled = compile_stored(_double, (x,), "double", store)
+    assert list(store.iterdir()) == [] and not hasattr(compiled, "loaded")
+    assert torch.equal(compiled(x), x * 2)

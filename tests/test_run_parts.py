@@ -111,3 +111,14 @@ def test_the_recorder_logs_evaluates_and_checkpoints_at_their_intervals(tmp_path
         assert [int(r["step"]) for r in csv.DictReader(f)] == [200]
     # a checkpoint where 150 was crossed, and one more when the callback stopped the run at 200
     assert checkpoints == [150, 200] and reports == [100, 200] and p.env_step == 200
+
+
+def test_a_run_sets_its_process_wide_settings_and_restores_them(tmp_path):
+    """Denormals are flushed during a run (a callback sees 1e-39 * 1 become 0) and not after
+    it; the intra-op threads are what they were."""
+    tiny = torch.tensor(1e-39)
+    seen, threads = [], torch.get_num_threads()
+    cfg = funcsac.TrainConfig(total_steps=60, learning_starts=30, eval_every=30, **TINY)
+    funcsac.train(cfg, tmp_path, callbacks=[lambda report: seen.append(float(tiny * 1.0))])
+    assert seen and all(x == 0.0 for x in seen)
+    assert float(tiny * 1.0) > 0.0 and torch.get_num_threads() == threads
