@@ -44,6 +44,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from .children import start_child
 from .cpu import cpu_description, flags_digest
 
 ENV = "FUNCSAC_MKL_VENDOR_CHECK"
@@ -115,12 +116,19 @@ def _build(folder: str) -> Optional[str]:
 
 
 def _probe(library: str) -> Optional[dict]:
-    """A child's measurement (``PROBE``), with the library or without (``""``)."""
+    """A child's measurement (``PROBE``), with the library or without (``""``); the child dies
+    with this process."""
     env = {**os.environ, ENV: "shipped"}
     try:
-        done = subprocess.run([sys.executable, "-c", PROBE, library], capture_output=True,
-                              timeout=300, env=env, check=True)
-        return json.loads(done.stdout.decode().strip().splitlines()[-1])
+        child = start_child([sys.executable, "-c", PROBE, library], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            out, _ = child.communicate(timeout=300)
+        finally:
+            child.kill()
+        if child.returncode != 0:
+            return None
+        return json.loads(out.decode().strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
 

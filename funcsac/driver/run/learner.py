@@ -37,7 +37,7 @@ from ...utd import make_update_many
 from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
 from ..replay.buffer import ReplayBuffer, row_shapes
 from ..replay.frames import FrameStacks
-from ..children import start_child, watch_parent
+from ...children import start_child, watch_parent
 from ..config import TrainConfig
 from ..envs.spec import EnvSpec
 from ..replay.sampling import sample_batches

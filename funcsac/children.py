@@ -1,7 +1,8 @@
-"""Processes funcsac starts, which end when the process that started them ends, whatever ends
-it (SIGKILL included): on Linux the kernel kills such a child when the thread that started it
-dies (``PR_SET_PDEATHSIG``), and each child also watches its parent's PID (``watch_parent``:
-other systems, and a parent gone before the child set up its signal)."""
+"""Processes funcsac starts (a background compile, MKL's measurement), which end when the
+process that started them ends, whatever ends it (SIGKILL included): on Linux the kernel kills
+such a child when the thread that started it dies (``PR_SET_PDEATHSIG``), and each child also
+watches its parent's PID (``watch_parent``: other systems, and a parent gone before the child set
+up its signal). Torch-free."""
 from __future__ import annotations
 
 import ctypes
