@@ -13,8 +13,12 @@ import funcsac
 from funcsac.driver.run import learner
 from funcsac.driver.envs.spec import EnvSpec
 from funcsac.stored_compile import artifact_path
-from helpers import TINY, assert_states_equal, eval_rows
+from helpers import TINY, eval_rows
 
+# a background compile builds into the store, which serves one torch release
+pytestmark = pytest.mark.skipif(funcsac.stored_compile._other_torch() is not None,
+                                reason="the compile store is written for torch "
+                                f"{funcsac.stored_compile.STORE_TORCH}")
 SPEC = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
 NAME = "update-agents1"  # the store name of a one-agent run's update
 DISCRETE = EnvSpec(4, 2, np.array([0.0]), np.array([1.0]), "int64", discrete=True)
@@ -132,31 +136,7 @@ def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path
         funcsac.train(funcsac.TrainConfig(**{**settings, "compile": True}), tmp_path / "cold")
     (child,) = made
     assert child.returncode is not None  # stopped, not left running
-    assert threads == [1, 1]
+    # each run restores its threads at its end; the cold one gave a core to its child and back
+    assert threads == [1, 1, 1, 1]
     assert child.args[0] == sys.executable
     assert eval_rows(tmp_path / "cold") == eval_rows(tmp_path / "eager")
-
-
-def test_a_run_with_a_policy_delay_computes_the_actor_only_when_it_is_due(tmp_path,
-                                                                            monkeypatch):
-    """policy_delay 3 at one gradient step a call: the learner calls the critic half on the 2
-    steps of 3 whose actor is not due, and the run equals one that computes the whole update
-    every step (and keeps the actor by torch.where), bit for bit."""
-    settings = {**TINY, "env_id": "Pendulum-v1", "total_steps": 160, "learning_starts": 60,
-                "eval_every": 80, "seed": 4, "policy_delay": 3}
-    calls = []
-    real = learner.step_functions
-
-    def counted(config, agents):
-        fns = real(config, agents)
-        return {name: (lambda fn, name: lambda *a: calls.append(name) or fn(*a))(fn, name)
-                for name, fn in fns.items()}
-
-    monkeypatch.setattr(learner, "step_functions", counted)
-    split = funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "split")
-    assert calls == [NAME if i % 3 == 0 else "update-critic-agents1" for i in range(101)]
-    monkeypatch.setattr(learner, "step_functions",
-                        lambda config, agents: dict([next(iter(real(config, agents).items()))]))
-    whole = funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "whole")
-    assert_states_equal(split.state, whole.state)
-    assert eval_rows(tmp_path / "split") == eval_rows(tmp_path / "whole")

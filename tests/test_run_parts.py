@@ -12,13 +12,14 @@ from funcsac.driver.envs.spec import env_spec
 from funcsac.driver.replay.sampling import sample_batches
 from funcsac.driver.run.agents import agent_specs, split_keys
 from funcsac.driver.run.collector import Collector
+from funcsac.driver.run import learner
 from funcsac.driver.run.learner import Learner, initial_state, replay_buffer
 from funcsac.driver.run.logs import Timings
 from funcsac.driver.run.progress import Progress
 from funcsac.driver.run.recorder import Recorder
 from funcsac.driver.run.seeds import AgentSeeds
 from funcsac.registry import POLICIES
-from helpers import TINY, assert_states_equal
+from helpers import TINY, assert_states_equal, eval_rows
 
 
 def progress_of(obs, agents: int = 1, total_steps: int = 1000) -> Progress:
@@ -122,3 +123,29 @@ def test_a_run_sets_its_process_wide_settings_and_restores_them(tmp_path):
     funcsac.train(cfg, tmp_path, callbacks=[lambda report: seen.append(float(tiny * 1.0))])
     assert seen and all(x == 0.0 for x in seen)
     assert float(tiny * 1.0) > 0.0 and torch.get_num_threads() == threads
+
+
+def test_a_run_with_a_policy_delay_computes_the_actor_only_when_it_is_due(tmp_path,
+                                                                            monkeypatch):
+    """policy_delay 3 at one gradient step a call: the learner calls the critic half on the 2
+    steps of 3 whose actor is not due, and the run equals one that computes the whole update
+    every step (and keeps the actor by torch.where), bit for bit."""
+    settings = {**TINY, "env_id": "Pendulum-v1", "total_steps": 160, "learning_starts": 60,
+                "eval_every": 80, "seed": 4, "policy_delay": 3}
+    calls = []
+    real = learner.step_functions
+
+    def counted(config, agents):
+        fns = real(config, agents)
+        return {name: (lambda fn, name: lambda *a: calls.append(name) or fn(*a))(fn, name)
+                for name, fn in fns.items()}
+
+    monkeypatch.setattr(learner, "step_functions", counted)
+    split = funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "split")
+    assert calls == ["update-agents1" if i % 3 == 0 else "update-critic-agents1"
+                     for i in range(101)]
+    monkeypatch.setattr(learner, "step_functions",
+                        lambda config, agents: dict([next(iter(real(config, agents).items()))]))
+    whole = funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "whole")
+    assert_states_equal(split.state, whole.state)
+    assert eval_rows(tmp_path / "split") == eval_rows(tmp_path / "whole")
