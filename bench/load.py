@@ -8,7 +8,8 @@ sweep of more trials than cores.
 ``--every`` env steps (a training callback, at each row of metrics.csv): with a buffer of
 ``--buffer-size`` transitions, both should be flat once it is full. ``tune`` runs ``--trials``
 trials on a local Ray instance of 2 CPUs, one CPU a trial, and checks that every trial finished
-with all its evaluations, its eval.csv and a checkpoint that loads.
+with all its evaluations reported, and that its last checkpoint (the run directory Tune keeps)
+holds its eval.csv and loads at the last step.
 """
 import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import argparse
@@ -69,8 +70,8 @@ def tune_sweep(trials: int, storage: Path) -> dict:
     finally:
         ray.shutdown()
     rows = []
-    for r in results:
-        run_dir = Path(r.path) / "run"
+    for r in results:  # each trial's last checkpoint: its run directory as Tune kept it
+        run_dir = Path(r.checkpoint.path) if r.checkpoint else Path(r.path) / "missing"
         rows_csv = (run_dir / "eval.csv").read_text().splitlines() if run_dir.is_dir() else []
         try:
             loaded = funcsac.load(run_dir).step
