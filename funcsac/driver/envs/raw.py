@@ -57,14 +57,11 @@ class RawObservation:
             image = space[self.image] if self.is_dict else space
             pixels = (gym.spaces.Box(0, 255, (image.shape[2], *image.shape[:2]), np.uint8)
                       if self.channels_last else image)
-        if not self.is_dict:
+        if pixels is not None and not self.vectors:  # an image alone
             return pixels
-        bounds = (np.concatenate([getattr(space[k], b) for k in self.vectors] or [np.zeros(0)])
-                  for b in ("low", "high"))
-        state = gym.spaces.Box(*bounds, dtype=self.dtype)
-        if pixels is None or not self.vectors:
-            return state if pixels is None else pixels
-        return gym.spaces.Dict({"pixels": pixels, "state": state})
+        state = gym.spaces.Box(*(np.concatenate([getattr(space[k], b) for k in self.vectors])
+                                 for b in ("low", "high")), dtype=self.dtype)
+        return state if pixels is None else gym.spaces.Dict({"pixels": pixels, "state": state})
 
     def __call__(self, obs):
         """``obs`` (as the env returns it, or a batch of them) as funcsac observes it."""
