@@ -47,7 +47,7 @@ class EnvError(ValueError):
     there, its last checkpoint intact."""
 
 
-def env_id(env) -> str:
+def env_name(env) -> str:
     """The id ``env`` was made with (``"env"`` for one made without gymnasium's registry)."""
     spec = getattr(env, "spec", None)
     return spec.id if spec is not None else "env"

@@ -83,7 +83,7 @@ class _StopFlag:
 
 
 @contextlib.contextmanager
-def _flushing_denormals():
+def _run_settings():
     """Denormal floats flushed to zero on the CPU for the run (10x slower arithmetic
     otherwise), then not, torch's default (torch has no getter for the setting), and the
     intra-op threads as they were."""
@@ -254,7 +254,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
     (``TrainResult.stopped_early``) and can be resumed.
     """
     run_dir = Path(run_dir)
-    with _StopFlag() as stop, _flushing_denormals(), writing_to(run_dir):
+    with _StopFlag() as stop, _run_settings(), writing_to(run_dir):
         payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
         if payload is not None:
             check_resumable(config, payload)

@@ -13,7 +13,7 @@ from ...state import SACState
 from ..envs.observations import obs_tensors
 from ..envs.spec import EnvSpec, scale_action
 from ..envs.make import make_eval_env, record_video
-from ..envs.step import env_id, step_env
+from ..envs.step import env_name, step_env
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +39,7 @@ def evaluate(state: SACState, env, spec: EnvSpec, episodes: int, seed: int, step
             with torch.no_grad():
                 a = act(state, obs_tensors(obs, cfg))
             obs, reward, terminated, truncated, _ = step_env(
-                env, scale_action(a.cpu().numpy(), spec), env_id(env),
+                env, scale_action(a.cpu().numpy(), spec), env_name(env),
                 length + 1, f"the evaluation at step {step}, episode {i}, reset seed {seed + i}")
             total += float(reward)
             length += 1
