@@ -438,9 +438,10 @@ def compile_stored(fn: Callable, args: tuple, name: str,
     ``directory`` (default ``store_dir()``) when an equal key was compiled before, else compiled
     ahead of time and saved there. Falls back to ``torch.compile(fn, fullgraph=True)``, with a
     warning, where the store cannot be used (see the module's docstring)."""
-    if _other_torch():
-        return _unstored(fn, f"{name}: {_other_torch()}; compiled with torch.compile (inductor's "
-                             "own cache) instead, not stored")
+    other = _other_torch()
+    if other:
+        return _unstored(fn, f"{name}: {other}; compiled with torch.compile (inductor's own "
+                             "cache) instead, not stored")
     directory = Path(directory or store_dir())
     try:
         path, key = _artifact_path(fn, args, name, directory)

@@ -49,10 +49,10 @@ def test_a_buffer_that_does_not_fit_is_refused_and_one_over_half_warned():
     assert per_row == 72
     with pytest.raises(ValueError, match=r"TrainConfig.buffer_size 1,000,000,000: .* 2 agent\(s\) "
                                          r"take 72 bytes a transition.* at most 13,888 fits"):
-        memory.check_buffer_memory(buffers, 30_000, 10 ** 9, available=2_000_000)
+        memory.check_buffer_memory(buffers, 30_000, available=2_000_000)
     with pytest.warns(UserWarning, match="more than half"):
-        memory.check_buffer_memory(buffers, 30_000, 10 ** 9, available=2_400_000)
-    memory.check_buffer_memory(buffers, 10_000, 10 ** 9, available=2_000_000)  # 0.72 MB: quiet
+        memory.check_buffer_memory(buffers, 30_000, available=2_400_000)
+    memory.check_buffer_memory(buffers, 10_000, available=2_000_000)  # 0.72 MB: quiet
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -1,5 +1,5 @@
-"""A replay buffer of preallocated tensors on the training device: uniform or prioritized
-sampling, one-step or n-step transitions."""
+"""A replay buffer of tensors on the training device, which grow with the rows added: uniform
+or prioritized sampling, one-step or n-step transitions."""
 from __future__ import annotations
 
 import math

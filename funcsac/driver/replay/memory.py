@@ -56,15 +56,16 @@ def available_memory() -> Optional[int]:
     return min(room + ([cgroup] if cgroup is not None else []), default=None)
 
 
-def check_buffer_memory(buffers: List[ReplayBuffer], rows: int, buffer_size: int,
+def check_buffer_memory(buffers: List[ReplayBuffer], rows: int,
                         available: Optional[int] = None) -> None:
     """Raise ``ValueError`` when ``buffers``, each holding the ``rows`` a run can add to it (at
     most its ``slots``), would take more memory than ``available`` (default:
     ``available_memory()``); warn once when they would take more than half of it. The message
-    names ``buffer_size`` and a value whose buffers take at most half."""
+    names their capacity (``buffer_size``) and a value whose buffers take at most half."""
     available = available_memory() if available is None else available
     if not buffers or available is None:
         return
+    buffer_size = buffers[0].capacity
     per_row = sum(b.row_bytes for b in buffers)  # one row in every agent's buffer
     need = sum(min(rows, b.slots) * b.row_bytes for b in buffers)
     what = (f"the replay buffers of {len(buffers)} agent(s) take {per_row:,} bytes a "

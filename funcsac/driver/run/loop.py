@@ -136,7 +136,7 @@ class Run:
                                           None if config.offline_any_env else config.env_id)
         self.state = initial_state(config, sac_config)
         self.buffers = [replay_buffer(config, self.spec, sac_config) for _ in self.agents]
-        check_buffer_memory(self.buffers, config.total_steps, config.buffer_size)
+        check_buffer_memory(self.buffers, config.total_steps)
         self.buffer_manifests = [{} for _ in self.agents]
         self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.action_size)
                       if config.n_step > 1 else None)
