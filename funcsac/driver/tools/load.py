@@ -66,7 +66,7 @@ class Agent:
         if _fits(obs, cfg):
             return obs
         if raw is not None and raw.fits(obs):
-            first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+            first = _first(obs)
             if not isinstance(first, torch.Tensor):
                 return raw(obs)
             converted = raw(map_obs(lambda x: x.cpu().numpy(), obs))
@@ -89,8 +89,7 @@ class Agent:
             raise ValueError(f"this run has {len(self)} agents; act with one of them: agent[i]")
         cfg = self.state.config
         obs = self.observation(obs)
-        first = next(iter(obs.values())) if isinstance(obs, dict) and obs else obs
-        as_numpy = not isinstance(first, torch.Tensor)
+        as_numpy = not isinstance(_first(obs), torch.Tensor)
         obs_t = obs_tensors(map_obs(np.asarray, obs) if as_numpy else obs, cfg)
         if not deterministic and key is None:
             if self.key is None:
@@ -101,10 +100,15 @@ class Agent:
         return scale_action(action.cpu().numpy() if as_numpy else action, self.spec)
 
 
+def _first(obs):
+    """An observation's array, or the first entry of a dict observation."""
+    return next(iter(obs.values())) if isinstance(obs, dict) and obs else obs
+
+
 def _fits(obs, cfg) -> bool:
     """Whether ``obs`` has the agent's own layout (``cfg.obs_parts``, or ``cfg.obs_shape``)."""
     def ends_with(x, shape):
-        return tuple(np.shape(x)[-len(shape):]) == tuple(shape) if len(shape) else True
+        return tuple(np.shape(x)[-len(shape):]) == tuple(shape)
     if cfg.obs_parts:
         return isinstance(obs, dict) and set(obs) == set(cfg.obs_parts) and all(
             ends_with(obs[k], shape) for k, (shape, _) in cfg.obs_parts.items())
