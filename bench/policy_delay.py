@@ -29,9 +29,8 @@ def _median_ms(fn, state, batch, calls: int) -> float:
 
 
 def measure(width: int, compiled: bool, calls: int) -> dict:
-    cfg = funcsac.SACConfig(obs_dim=17, act_dim=6, hidden_sizes=(width, width),
-                            **{k: v for k, v in funcsac.presets.preset("crossq").items()
-                               if k in funcsac.SACConfig.__dataclass_fields__})
+    cfg = funcsac.TrainConfig.from_dict({**funcsac.presets.preset("crossq"),
+                                         "hidden_sizes": (width, width)}).sac_config(17, 6)
     state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg)
     full, half = funcsac.update, funcsac.update.critic_update
     if compiled:

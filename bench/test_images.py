@@ -19,7 +19,7 @@ BATCH = 256
 
 
 def drq_config(device) -> funcsac.SACConfig:
-    return funcsac.SACConfig(obs_dim=50, act_dim=6, image_shape=IMAGE, hidden_sizes=(1024, 1024),
+    return funcsac.SACConfig.of(obs_dim=50, act_dim=6, image_shape=IMAGE, hidden_sizes=(1024, 1024),
                              device=str(device))
 
 

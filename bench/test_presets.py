@@ -23,7 +23,7 @@ def preset_config(name, device):
     """The preset's agent settings at the W1 size (``workloads.WORKLOADS["mujoco"]``)."""
     obs_dim, act_dim, hidden = WORKLOADS["mujoco"][:3]
     settings = {k: v for k, v in funcsac.presets.preset(name).items() if k not in DRIVER_ONLY}
-    return funcsac.SACConfig(obs_dim=obs_dim, act_dim=act_dim, **{
+    return funcsac.SACConfig.of(obs_dim=obs_dim, act_dim=act_dim, **{
         **settings, "hidden_sizes": hidden, "device": str(device)})
 
 

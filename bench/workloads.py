@@ -14,7 +14,7 @@ BATCH_SIZE = 256
 
 def workload_config(name: str, **overrides) -> funcsac.SACConfig:
     obs, act, hidden, n, m = WORKLOADS[name]
-    return funcsac.SACConfig(obs_dim=obs, act_dim=act, hidden_sizes=hidden, num_critics=n,
+    return funcsac.SACConfig.of(obs_dim=obs, act_dim=act, hidden_sizes=hidden, num_critics=n,
                              num_target_critics=m, **overrides)
 
 

@@ -7,7 +7,7 @@ import torch
 
 from . import keys
 from .batch import field_parts, map_obs
-from .encoders import prepare_images
+from .encoders import encoder_input
 from .networks import apply_encoder
 from .normalize import normalize_obs
 from .registry import POLICIES
@@ -55,8 +55,7 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
     noise = noise.unsqueeze(0) if single and noise is not None else noise
     obs = normalize_obs(state.norm, obs)
     if cfg.image_shape:
-        obs = apply_encoder(state.static.encoder, state.encoder,
-                            prepare_images(obs, cfg.dtype))
+        obs = apply_encoder(state.static.encoder, state.encoder, encoder_input(cfg, obs))
     if not deterministic and noise is None:
         noise = keys.normal(key, obs.shape[:-1] + (cfg.act_dim,), obs.dtype)
     action = POLICIES[cfg.policy].act(state.static, state.actor, obs,

@@ -9,11 +9,9 @@ import sys
 import typing
 from pathlib import Path
 
-from .driver.config import TrainConfig, help_text, load_config_file
+from .driver.config import TrainConfig, load_config_file, settings
 from .driver.tools.tune import SCHEDULERS
 from .presets import NEEDS_OFFLINE_DATA, PRESETS, preset
-
-_DEFAULTS = TrainConfig()
 
 
 def _parse_optional(kind):
@@ -24,11 +22,10 @@ def _parse_optional(kind):
     return parse
 
 
-def _add_field(parser, field: dataclasses.Field) -> None:
-    flag = "--" + field.name.replace("_", "-")
-    default = getattr(_DEFAULTS, field.name)
-    hint = f"{help_text(field.name)} (default: {default})"
-    kind = typing.get_type_hints(TrainConfig)[field.name]
+def _add_setting(parser, name: str, kind, default, help: str) -> None:
+    """A flag for the setting ``name`` of type ``kind``."""
+    flag = "--" + name.replace("_", "-")
+    hint = f"{help} (default: {'none' if default is None else default})"
     # flags not given are absent from the parsed namespace, so a given flag always wins, even
     # when its value is None ("none")
     if kind is bool:
@@ -123,13 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_settings(parser) -> None:
-    """--config, --preset and a flag per TrainConfig field."""
+    """--config, --preset and a flag per setting (``funcsac.driver.config.settings``)."""
     parser.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
     parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="a named variant (redq, droq, simba, bro, tqc, crossq, rlpd: give "
-                             "--offline-data too); config file and flags override it")
-    for field in dataclasses.fields(TrainConfig):
-        _add_field(parser, field)
+                        help=f"a named configuration, one of {', '.join(sorted(PRESETS))} (give "
+                             f"{', '.join(sorted(NEEDS_OFFLINE_DATA))} --offline-data too); "
+                             "config file and flags override it")
+    for name, (kind, default, help) in settings().items():
+        _add_setting(parser, name, kind, default, help)
 
 
 def _tune(args) -> None:
@@ -158,8 +156,7 @@ def _train_config(args) -> TrainConfig:
         values.update(preset(args.preset))
     if args.config:
         values.update(load_config_file(args.config))
-    values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
-                   if hasattr(args, f.name)})
+    values.update({name: getattr(args, name) for name in settings() if hasattr(args, name)})
     data = values.get("offline_data")
     if args.preset in NEEDS_OFFLINE_DATA and not data:
         raise ValueError(f"--preset {args.preset} needs --offline-data PATH (a .npz from "

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Optional
+import types
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 from torch import nn
 
-from .networks import NETWORKS
-from .registry import POLICIES, algorithm_of
+from . import encoders, networks  # noqa: F401  (the encoders and networks register themselves)
+from . import registry
+from .registry import POLICIES, ROOMS, algorithm_of, option_names, setting, variant_of
 
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
 # fields that only set the initial value of a dynamic hyperparameter (a leaf of the state)
@@ -25,11 +27,19 @@ class SACConfig:
     of the state's dynamic hyperparameters (0-d tensors in ``SACState.hparams``), which may be
     changed or vmapped at run time without recompiling.
 
+    Variants: ``algorithm``, ``network`` and ``encoder`` name registered variants
+    (``funcsac.registry``), each of which owns its options, held in ``algorithm_options``,
+    ``network_options`` and ``encoder_options`` (``None``: the variant's defaults), such as
+    ``SACConfig(..., algorithm="tqc", algorithm_options=TQCOptions(num_quantiles=10))``;
+    ``SACConfig.of`` takes every setting by its flat name instead
+    (``SACConfig.of(..., algorithm="tqc", num_quantiles=10)``).
+
     ``network`` chooses the default networks: ``"mlp"``, ReLU MLPs with one hidden layer per entry
-    of ``hidden_sizes`` (the critic with ``critic_dropout``, ``critic_layer_norm`` and
-    ``critic_batch_renorm``), or the residual networks ``"simba"`` (SimBa, Lee et al. 2024) and
-    ``"bronet"`` (BRO, Nauman et al. 2024), with one residual block per entry of
-    ``hidden_sizes``, whose entries are then all equal (the width of the residual stream):
+    of ``hidden_sizes`` (options ``funcsac.networks.MLPOptions``: the critic's dropout, LayerNorm
+    and batch renormalisation, the actor's batch renormalisation), or the residual networks
+    ``"simba"`` (SimBa, Lee et al. 2024) and ``"bronet"`` (BRO, Nauman et al. 2024), with one
+    residual block per entry of ``hidden_sizes``, whose entries are then all equal (the width of
+    the residual stream):
     ``(512, 512)`` is 2 blocks of width 512 (``funcsac.networks.simba``, ``bronet``).
     ``actor_hidden_sizes`` gives the actor other sizes than the critics (empty: ``hidden_sizes``).
 
@@ -44,12 +54,12 @@ class SACConfig:
     the state's key.
 
     ``image_shape`` ``(C, H, W)`` makes the observations ``uint8`` images (frames stacked
-    along the channels): an encoder, ``encoder_factory(image_shape, obs_dim)`` (default
-    ``funcsac.encoders.drq_encoder``), maps them to ``obs_dim`` features, which the actor and the
+    along the channels): an encoder, ``encoder_factory(image_shape, obs_dim)`` (default: the one
+    ``encoder`` names, ``"drq"``), maps them to ``obs_dim`` features, which the actor and the
     critics take. As in DrQ, the encoder is shared by the critics and trained by their loss
-    only (the actor sees its features detached), the targets keep a polyak-averaged copy (at
-    the rate ``tau x encoder_tau_scale``: DrQ's 0.05 for the encoder beside 0.01), and
-    each gradient step shifts the images by up to ``image_pad`` pixels. With ``state_dim``, each
+    only (the actor sees its features detached), the targets keep a polyak-averaged copy (at the
+    rate the encoder says), and each gradient step augments the images as the encoder says
+    (``funcsac.encoders.DrQOptions``: a random shift). With ``state_dim``, each
     observation is a dict of ``"pixels"`` (the images) and ``"state"`` (a ``[state_dim]`` vector
     in ``dtype``, such as proprioception), and the actor and the critics take the encoder's
     features followed by the state, ``input_dim = obs_dim + state_dim`` numbers.
@@ -67,50 +77,72 @@ class SACConfig:
 
     obs_dim: int
     act_dim: int
-    hidden_sizes: tuple = (256, 256)
-    actor_hidden_sizes: tuple = ()  # the actor's; empty: hidden_sizes
-    network: str = "mlp"  # "mlp", "simba" or "bronet": a key of funcsac.networks.NETWORKS
-    num_critics: int = 2
-    num_target_critics: Optional[int] = None  # REDQ's M; None means min(2, num_critics)
-    gamma: float = 0.99
-    tau: float = 0.005
-    actor_lr: float = 3e-4
-    critic_lr: float = 1e-3
-    alpha_lr: float = 1e-3
-    init_alpha: float = 1.0
-    learn_alpha: bool = True
-    target_entropy: Optional[float] = None  # None: the family's default times the scale
-    target_entropy_scale: float = 1.0  # -act_dim * scale for the tanh-Gaussian (rlpd: 0.5)
-    policy_delay: int = 1
-    target_update_every: int = 1  # gradient steps between the targets' polyak averages (DrQ: 2)
-    max_grad_norm: Optional[float] = None  # None: no clipping
-    weight_decay: float = 0.0  # decoupled (AdamW); 0 gives Adam
-    weight_decay_on: str = "weights"  # "weights" (parameters of >= 2 dims) or "all"
-    adam_betas: tuple = (0.9, 0.999)
-    alpha_adam_betas: tuple = ()  # the temperature's Adam betas; empty: adam_betas
-    adam_eps: float = 1e-8
-    log_std_min: float = -5.0
-    log_std_max: float = 2.0
-    actor_q_reduction: str = "min"  # "min" or "mean" over the critics in the actor loss
-    critic_dropout: float = 0.0  # dropout rate in the default critic (DroQ: 0.01)
-    critic_layer_norm: bool = False  # LayerNorm in the default critic (DroQ)
-    critic_batch_renorm: bool = False  # batch renormalisation in the default critic (CrossQ)
-    actor_batch_renorm: bool = False  # batch renormalisation in the default actor (CrossQ)
-    normalize_obs: bool = False  # observations normalised by running statistics in the state
-    image_shape: tuple = ()  # (C, H, W) of uint8 image observations; empty: vectors of obs_dim
+    hidden_sizes: Tuple[int, ...] = setting(
+        (256, 256), "hidden layer widths of each critic (and of the actor, unless "
+        "actor_hidden_sizes); with network simba or bronet one residual block per entry, all of "
+        "the same width")
+    actor_hidden_sizes: Tuple[int, ...] = setting(
+        (), "hidden layer widths of the actor (none given: hidden_sizes)")
+    network: str = setting("mlp", "architecture of the actor and the critics")
+    num_critics: int = setting(2, "critics in the ensemble (N)")
+    num_target_critics: Optional[int] = setting(
+        None, "target critics the TD target takes the min over, drawn at random from the N "
+        "(REDQ's M; none: min(2, N))")
+    gamma: float = setting(0.99, "discount factor")
+    tau: float = setting(
+        0.005, "polyak rate of the target critics, every gradient step (algorithms with target "
+        "critics)")
+    actor_lr: float = setting(3e-4, "actor learning rate")
+    critic_lr: float = setting(1e-3, "critic learning rate")
+    alpha_lr: float = setting(1e-3, "temperature learning rate")
+    init_alpha: float = setting(1.0, "initial entropy temperature")
+    learn_alpha: bool = setting(True, "tune the temperature towards the target entropy")
+    target_entropy: Optional[float] = setting(
+        None, "target entropy (none: the policy family's default times target_entropy_scale: "
+        "-act_dim, or 0.89 log n for n discrete actions)")
+    target_entropy_scale: float = setting(
+        1.0, "multiplies the default target entropy when target_entropy is none (rlpd, SimBa, "
+        "BRO: 0.5, i.e. -act_dim / 2)")
+    policy_delay: int = setting(
+        1, "critic steps per actor and temperature step (with --utd a multiple of it: that many "
+        "critic steps, then one actor step on the last batch)")
+    target_update_every: int = setting(
+        1, "gradient steps between the target networks' polyak averages (SB3's "
+        "target_update_interval; DrQ: 2)")
+    max_grad_norm: Optional[float] = setting(
+        None, "clip each network's gradient to this global norm (none: no clipping)")
+    weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay (0: Adam)")
+    weight_decay_on: str = setting(
+        "weights", "parameters weight decay applies to: weights (>= 2 dims: not biases nor "
+        "normalisation scales) or all")
+    adam_betas: Tuple[float, ...] = setting((0.9, 0.999), "Adam's beta1 beta2")
+    alpha_adam_betas: Tuple[float, ...] = setting(
+        (), "the temperature's Adam beta1 beta2 (none: adam_betas)")
+    adam_eps: float = setting(1e-8, "Adam's epsilon")
+    log_std_min: float = setting(-5.0, "lower bound of the policy's log standard deviation")
+    log_std_max: float = setting(2.0, "upper bound of the policy's log standard deviation")
+    actor_q_reduction: str = setting(
+        "min", "how the actor loss combines the critics: min or mean")
+    normalize_obs: bool = setting(
+        False, "normalise observations by their running mean and std (kept in the agent's state "
+        "and checkpoints, applied when acting, training and in exports)")
+    scale_rewards: bool = setting(
+        False, "divide rewards by the running std of the discounted return (as SB3's "
+        "VecNormalize)")
+    algorithm: str = setting("sac", "the losses update trains with")
+    encoder: str = setting("drq", "with pixels: the image encoder")
+    image_shape: Tuple[int, ...] = ()  # (C, H, W) of uint8 images; empty: vectors of obs_dim
     state_dim: int = 0  # images: a state vector of this size beside them (dict observations)
-    image_pad: int = 4  # images: DrQ's random shift of up to this many pixels (0: none)
-    encoder_tau_scale: float = 1.0  # images: the target encoder's polyak rate is tau x this
-    encoder_factory: Optional[Callable[[tuple, int], nn.Module]] = None  # None: drq_encoder
-    scale_rewards: bool = False  # rewards divided by the running std of the discounted return
+    encoder_factory: Optional[Callable[[tuple, int], nn.Module]] = None  # None: the encoder's
     actor_factory: Optional[ModuleFactory] = None
     critic_factory: Optional[ModuleFactory] = None
     device: str = "cpu"
     dtype: torch.dtype = torch.float32
-    algorithm: str = "sac"  # the losses update trains with (funcsac.losses_for)
     policy: str = "tanh_gaussian"  # the policy family (funcsac.registry.POLICIES)
-    num_quantiles: int = 25  # distributional critics: quantiles each critic outputs (K)
-    drop_quantiles: int = 2  # distributional critics: top quantiles dropped per critic (d)
+    # the chosen variants' options (funcsac.registry); None: the variant's defaults
+    algorithm_options: Any = None
+    network_options: Any = None
+    encoder_options: Any = None
 
     def __post_init__(self):
         for name in ("hidden_sizes", "actor_hidden_sizes", "adam_betas", "alpha_adam_betas",
@@ -126,7 +158,44 @@ class SACConfig:
             object.__setattr__(self, "target_entropy",
                                self.target_entropy_scale
                                * POLICIES[self.policy].default_target_entropy(self.act_dim))
+        for room in ROOMS:  # None: the chosen variant's default options
+            kind = _options_kind(self, room)
+            if getattr(self, f"{room}_options") is None and kind is not None:
+                object.__setattr__(self, f"{room}_options", kind())
         validate_config(self)
+
+    @classmethod
+    def of(cls, **settings) -> "SACConfig":
+        """A config from flat settings: its own fields, and the options of the chosen
+        algorithm, network and encoder by their field names (``num_quantiles=10``). An option
+        of a variant the config does not choose is an error, unless it has that variant's
+        default value (so a file of every variant's defaults loads)."""
+        own = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in settings.items() if k in own}
+        rest = {k: v for k, v in settings.items() if k not in own}
+        # the chosen variants' names, before the options are built
+        probe = types.SimpleNamespace(**{f.name: fields.get(f.name, f.default)
+                                         for f in dataclasses.fields(cls)})
+        for room in ROOMS:
+            options = variant_of(probe, room).options
+            given = {k: rest.pop(k) for k in option_names(options) if k in rest}
+            base = fields.get(f"{room}_options")
+            if given:
+                fields[f"{room}_options"] = (options(**given) if base is None
+                                             else dataclasses.replace(base, **given))
+        _check_unchosen(rest, probe)
+        return cls(**fields)
+
+    def settings(self) -> dict:
+        """The config's settings by flat name: the fields with help (``registry.setting``) and
+        the chosen variants' options; ``SACConfig.of(obs_dim=..., act_dim=..., **settings)``
+        gives the config back (with the same factories, device and dtype)."""
+        flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if "help" in f.metadata}
+        for room in ROOMS:
+            options = getattr(self, f"{room}_options")
+            flat.update({} if options is None else dataclasses.asdict(options))
+        return flat
 
     @property
     def critic_outputs(self) -> int:
@@ -162,6 +231,24 @@ class SACConfig:
     def temperature_betas(self) -> tuple:
         """The temperature's Adam betas: ``alpha_adam_betas``, or ``adam_betas`` if empty."""
         return self.alpha_adam_betas or self.adam_betas
+
+
+registry.RESERVED_NAMES.update(f.name for f in dataclasses.fields(SACConfig))
+
+
+def _check_unchosen(rest: dict, config) -> None:
+    """``ValueError`` for a flat setting that is no one's option, or an option of a variant the
+    config does not choose given a value other than that variant's default."""
+    owners = registry.option_fields()
+    for name, value in rest.items():
+        if name not in owners:
+            raise ValueError(f"SACConfig has no setting {name!r}: not a field, nor an option of "
+                             f"the registered variants ({', '.join(sorted(owners))})")
+        field, _, by = owners[name]
+        if value != field.default:
+            chosen = ", ".join(f"{r} {getattr(config, r)!r}" for r in ROOMS)
+            raise ValueError(f"{name} is an option of {' and '.join(by)}, which this config "
+                             f"does not choose ({chosen}); got {name}={value!r}")
 
 
 def check_device(device, name: str = "device") -> str:
@@ -216,19 +303,27 @@ def _is_real(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _check_network(cfg: SACConfig) -> None:
-    """``network`` names an architecture; a residual one has equal widths and no MLP options."""
-    _require(cfg.network in NETWORKS, "network", f"must be one of {sorted(NETWORKS)}", cfg.network)
-    if cfg.network == "mlp":
-        return
-    for name in ("hidden_sizes", "actor_hidden_sizes"):
-        sizes = getattr(cfg, name)
-        _require(len(set(sizes)) <= 1, name, f"must have equal entries with network="
-                 f"{cfg.network!r} (one residual block of the same width per entry)", sizes)
-    for name, off in (("critic_dropout", 0.0), ("critic_layer_norm", False),
-                      ("critic_batch_renorm", False), ("actor_batch_renorm", False)):
-        _require(getattr(cfg, name) == off, name, f"applies to network='mlp' only, not "
-                 f"{cfg.network!r}", getattr(cfg, name))
+def _options_kind(cfg: SACConfig, room: str) -> Optional[type]:
+    """The options dataclass of the variant ``cfg`` chooses in ``room`` (``None``: it has none,
+    or ``cfg`` names no registered variant, which ``validate_config`` reports)."""
+    try:
+        return variant_of(cfg, room).options
+    except (ValueError, TypeError):
+        return None
+
+
+def _check_variants(cfg: SACConfig) -> None:
+    """Each room's variant holds options of its own kind and takes the config (its own
+    ``check`` and its options')."""
+    for room in ROOMS:
+        variant, name = variant_of(cfg, room), f"{room}_options"
+        options, kind = getattr(cfg, name), variant.options
+        _require(options is None if kind is None else isinstance(options, kind), name,
+                 f"must be {'None' if kind is None else 'a ' + kind.__qualname__} for {room} "
+                 f"{variant.name!r}", options)
+        variant.check(cfg)
+        if hasattr(options, "check"):
+            options.check(cfg)
 
 
 def _check_images(cfg: SACConfig, algorithm) -> None:
@@ -237,14 +332,6 @@ def _check_images(cfg: SACConfig, algorithm) -> None:
     _require(isinstance(cfg.image_shape, tuple) and len(cfg.image_shape) in (0, 3)
              and all(_is_int(n) and n >= 1 for n in cfg.image_shape), "image_shape",
              "must be empty (vector observations) or (channels, height, width)", cfg.image_shape)
-    _require(_is_int(cfg.image_pad) and cfg.image_pad >= 0, "image_pad",
-             "must be an integer >= 0", cfg.image_pad)
-    # a tau out of [0, 1] is left to its own check
-    _require(_is_real(cfg.encoder_tau_scale) and cfg.encoder_tau_scale > 0
-             and not (_is_real(cfg.tau) and 0 <= cfg.tau <= 1
-                      and cfg.encoder_tau_scale * cfg.tau > 1),
-             "encoder_tau_scale", f"must be a number > 0 whose product with tau ({cfg.tau}) is "
-             "at most 1 (the target encoder's polyak rate)", cfg.encoder_tau_scale)
     _require(_is_int(cfg.state_dim) and cfg.state_dim >= 0, "state_dim",
              "must be an integer >= 0", cfg.state_dim)
     if not cfg.image_shape:
@@ -262,7 +349,7 @@ def _check_images(cfg: SACConfig, algorithm) -> None:
 
 def validate_config(cfg: SACConfig) -> None:
     """Raise ``ValueError`` naming the first invalid field of ``cfg``."""
-    for name in ("policy", "algorithm"):
+    for name in ("policy", "algorithm", "network", "encoder"):
         _require(isinstance(getattr(cfg, name), str), name, "must be a string", getattr(cfg, name))
     algorithm = algorithm_of(cfg)  # ValueError naming the registered ones
     _check_images(cfg, algorithm)
@@ -273,7 +360,6 @@ def validate_config(cfg: SACConfig) -> None:
              "hidden_sizes", "must be a non-empty sequence of integers >= 1", cfg.hidden_sizes)
     _require(all(_is_int(h) and h >= 1 for h in cfg.actor_hidden_sizes), "actor_hidden_sizes",
              "must be a sequence of integers >= 1 (empty: hidden_sizes)", cfg.actor_hidden_sizes)
-    _check_network(cfg)
     m = cfg.num_target_critics
     _require(_is_int(m) and 1 <= m <= cfg.num_critics, "num_target_critics",
              f"must be an integer in [1, num_critics={cfg.num_critics}]", m)
@@ -305,21 +391,14 @@ def validate_config(cfg: SACConfig) -> None:
     _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
-    _require(_is_int(cfg.num_quantiles) and cfg.num_quantiles >= 1, "num_quantiles",
-             "must be an integer >= 1", cfg.num_quantiles)
-    _require(_is_int(cfg.drop_quantiles) and 0 <= cfg.drop_quantiles < cfg.num_quantiles,
-             "drop_quantiles", f"must be an integer in [0, num_quantiles={cfg.num_quantiles})",
-             cfg.drop_quantiles)
     _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
              "must be 'min' or 'mean'", cfg.actor_q_reduction)
-    _require(_is_real(cfg.critic_dropout) and 0.0 <= cfg.critic_dropout < 1.0, "critic_dropout",
-             "must be in [0, 1)", cfg.critic_dropout)
-    for name in ("critic_layer_norm", "critic_batch_renorm", "actor_batch_renorm",
-                 "normalize_obs", "scale_rewards"):
+    for name in ("normalize_obs", "scale_rewards"):
         _require(isinstance(getattr(cfg, name), bool), name, "must be a bool", getattr(cfg, name))
     for name in ("actor_factory", "critic_factory", "encoder_factory"):
         v = getattr(cfg, name)
         _require(v is None or callable(v), name, "must be None or a callable", v)
     _require(isinstance(cfg.dtype, torch.dtype) and cfg.dtype.is_floating_point, "dtype",
              "must be a floating torch.dtype", cfg.dtype)
+    _check_variants(cfg)
     algorithm.check(cfg)

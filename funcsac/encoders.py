@@ -7,11 +7,14 @@ Images arrive as ``uint8 [B, C, H, W]`` (frames stacked along the channels), alo
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import keys
+from . import keys, registry
+from .registry import Encoder, register, setting
 
 
 def drq_encoder(image_shape: tuple, feature_dim: int = 50, filters: int = 32) -> nn.Sequential:
@@ -62,3 +65,43 @@ def random_shift(images: torch.Tensor, key: torch.Tensor, pad: int = 4) -> torch
     cols = offset[:, 1:] + torch.arange(w, device=images.device)  # [B, W]
     picked = torch.gather(padded, 2, rows[:, None, :, None].expand(b, c, h, w + 2 * pad))
     return torch.gather(picked, 3, cols[:, None, None, :].expand(b, c, h, w))
+
+
+@dataclasses.dataclass(frozen=True)
+class DrQOptions:
+    """The ``"drq"`` encoder's options (``SACConfig.encoder_options``)."""
+
+    image_pad: int = setting(
+        4, "with pixels: each gradient step shifts the frames by up to this many pixels (DrQ; 0: "
+        "none)")
+    encoder_tau_scale: float = setting(
+        1.0, "with pixels: the target encoder's polyak rate is tau times this (5: 0.05 beside "
+        "the critics' 0.01)")
+
+    def check(self, config) -> None:
+        """``ValueError`` naming an option out of range."""
+        pad, scale, tau = self.image_pad, self.encoder_tau_scale, config.tau
+        if not (isinstance(pad, int) and not isinstance(pad, bool) and pad >= 0):
+            raise ValueError(f"SACConfig.image_pad must be an integer >= 0, got {pad!r}")
+        real = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
+        # a tau out of [0, 1] is left to its own check
+        if not (real(scale) and scale > 0 and not (real(tau) and 0 <= tau <= 1
+                                                    and scale * tau > 1)):
+            raise ValueError(f"SACConfig.encoder_tau_scale must be a number > 0 whose product "
+                             f"with tau ({tau}) is at most 1 (the target encoder's polyak rate), "
+                             f"got {scale!r}")
+
+
+register(Encoder(
+    "drq", build=lambda image_shape, features, options: drq_encoder(image_shape, features),
+    prepare=lambda obs, dtype, key, options: prepare_images(obs, dtype, key, options.image_pad),
+    target_rate=lambda tau, options: tau * options.encoder_tau_scale, options=DrQOptions,
+    help="DrQ's convolutions, images shifted by up to image_pad pixels each gradient step"))
+
+
+def encoder_input(config, obs, key=None, dtype=None):
+    """Image observations ``obs`` as ``config.encoder``'s encoder takes them, in ``dtype``
+    (default ``config.dtype``): augmented with ``key`` in a gradient step, as they are when
+    acting (``key`` ``None``)."""
+    encoder = registry.variant_of(config, "encoder")
+    return encoder.prepare(obs, dtype or config.dtype, key, config.encoder_options)

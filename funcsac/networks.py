@@ -23,6 +23,7 @@ made to a shared template after a thread copied it (such as ``.eval()``) does no
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import threading
 import weakref
@@ -34,8 +35,9 @@ from torch import nn
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.func import functional_call, stack_module_state
 
-from . import keys
+from . import keys, registry
 from .batch_renorm import BatchRenorm, batch_renorm
+from .registry import Network, register, setting
 from .transforms import untransformed
 
 Params = Dict[str, torch.Tensor]
@@ -163,31 +165,71 @@ def bronet(in_dim: int, out_dim: int, hidden_sizes) -> nn.Sequential:
                          nn.Linear(w, out_dim))
 
 
-# the architectures ``SACConfig.network`` names: ``build(in_dim, out_dim, hidden_sizes)``
-NETWORKS = {"mlp": mlp, "simba": simba, "bronet": bronet}
+@dataclasses.dataclass(frozen=True)
+class MLPOptions:
+    """The ``"mlp"`` network's options (``SACConfig.network_options``)."""
+
+    critic_dropout: float = setting(
+        0.0, "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)")
+    critic_layer_norm: bool = setting(
+        False, "LayerNorm after each hidden layer of the critics (DroQ)")
+    critic_batch_renorm: bool = setting(
+        False, "batch renormalisation of the critics' input and hidden layers (CrossQ)")
+    actor_batch_renorm: bool = setting(
+        False, "batch renormalisation of the actor's input and hidden layers, in training mode "
+        "in the actor's step (CrossQ)")
+
+    def check(self, config) -> None:
+        """``ValueError`` naming an option of the wrong kind."""
+        d = self.critic_dropout
+        if not (isinstance(d, (int, float)) and not isinstance(d, bool) and 0.0 <= d < 1.0):
+            raise ValueError(f"SACConfig.critic_dropout must be in [0, 1), got {d!r}")
+        for name in ("critic_layer_norm", "critic_batch_renorm", "actor_batch_renorm"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"SACConfig.{name} must be a bool, got {getattr(self, name)!r}")
 
 
-def default_actor(obs_dim: int, act_dim: int, hidden_sizes, network: str = "mlp") -> nn.Module:
-    """``obs [B, obs_dim] -> [B, 2 * act_dim]`` (mean, raw log-std): a ReLU MLP, or the residual
-    network ``network`` names (``NETWORKS``)."""
-    return NETWORKS[network](obs_dim, 2 * act_dim, hidden_sizes)
+def _build_mlp(in_dim: int, out_dim: int, hidden_sizes, options: MLPOptions,
+               part: str) -> nn.Sequential:
+    if part == "actor":
+        return mlp(in_dim, out_dim, hidden_sizes, batch_renorm=options.actor_batch_renorm)
+    return mlp(in_dim, out_dim, hidden_sizes, layer_norm=options.critic_layer_norm,
+               dropout=options.critic_dropout, batch_renorm=options.critic_batch_renorm)
 
 
-def default_critic(obs_dim: int, act_dim: int, hidden_sizes, outputs: int = 1,
-                   **options) -> nn.Module:
-    """``[B, obs_dim + act_dim] -> [B, outputs]`` (``build_network``'s ``options``)."""
-    return build_network(obs_dim + act_dim, outputs, hidden_sizes, **options)
+def _equal_widths(config) -> None:
+    """A residual network's sizes are one width repeated (one block per entry)."""
+    for name in ("hidden_sizes", "actor_hidden_sizes"):
+        sizes = getattr(config, name)
+        if len(set(sizes)) > 1:
+            raise ValueError(f"SACConfig.{name} must have equal entries with network="
+                             f"{config.network!r} (one residual block of the same width per "
+                             f"entry), got {sizes!r}")
 
 
-def build_network(in_dim: int, out_dim: int, hidden_sizes, layer_norm: bool = False,
-                   dropout: float = 0.0, batch_renorm: bool = False,
-                   network: str = "mlp") -> nn.Module:
-    """A ReLU MLP, optionally with dropout, LayerNorm and batch renormalisation, or the residual
-    network ``network`` names (``NETWORKS``)."""
-    if network != "mlp":
-        return NETWORKS[network](in_dim, out_dim, hidden_sizes)
-    return mlp(in_dim, out_dim, hidden_sizes, layer_norm=layer_norm, dropout=dropout,
-               batch_renorm=batch_renorm)
+def _residual(build):
+    """A residual network's ``Network.build``: no options, the same module for both parts."""
+    return lambda in_dim, out_dim, hidden_sizes, options, part: build(in_dim, out_dim,
+                                                                      hidden_sizes)
+
+
+NETWORKS = registry.NETWORKS  # the architectures ``SACConfig.network`` names
+register(Network("mlp", _build_mlp, MLPOptions, help="ReLU MLPs, one hidden layer per entry of "
+                 "hidden_sizes"))
+register(Network("simba", _residual(simba), help="SimBa's residual blocks (Lee et al. 2024)",
+                 check=_equal_widths))
+register(Network("bronet", _residual(bronet), help="BRO's residual blocks (Nauman et al. 2024)",
+                 check=_equal_widths))
+
+
+def build_network(config, part: str, in_dim: int, out_dim: int) -> nn.Module:
+    """The module ``config.network`` builds for ``part`` (``"actor"``, with
+    ``actor_hidden_sizes`` or else ``hidden_sizes``, or ``"critic"``), ``[B, in_dim] ->
+    [B, out_dim]``."""
+    sizes = config.hidden_sizes if part == "critic" else (config.actor_hidden_sizes
+                                                          or config.hidden_sizes)
+    return registry.variant_of(config, "network").build(in_dim, out_dim, sizes,
+                                                        config.network_options, part)
 
 
 def decay_mask(module: nn.Module, weight_decay_on: str) -> Dict[str, bool]:

@@ -7,10 +7,9 @@ from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from . import keys
-from .networks import apply_actor, default_critic
+from .networks import apply_actor
 from .registry import register_policy
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -71,9 +70,10 @@ class PolicyFamily:
         """The target entropy when ``SACConfig.target_entropy`` is None (nats)."""
         raise NotImplementedError
 
-    def default_critic(self, obs_dim: int, act_dim: int, hidden_sizes, **options) -> nn.Module:
-        """The default critic module (``options``: ``layer_norm``, ``dropout``,
-        ``batch_renorm``, ``outputs``: a continuous critic's output width)."""
+    def critic_dims(self, input_dim: int, act_dim: int, outputs: int) -> tuple:
+        """``(in_dim, out_dim)`` of the default critic network, for observations of
+        ``input_dim`` numbers and an algorithm whose critics output ``outputs`` numbers a
+        value."""
         raise NotImplementedError
 
     def act(self, static, actor, obs: torch.Tensor,
@@ -107,8 +107,8 @@ class TanhGaussian(PolicyFamily):
     def default_target_entropy(self, act_dim):
         return -float(act_dim)
 
-    def default_critic(self, obs_dim, act_dim, hidden_sizes, **options):
-        return default_critic(obs_dim, act_dim, hidden_sizes, **options)
+    def critic_dims(self, input_dim, act_dim, outputs):
+        return input_dim + act_dim, outputs  # Q(s, a) of the concatenation
 
     def act(self, static, actor, obs, noise=None):
         cfg = static.config

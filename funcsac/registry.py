@@ -1,11 +1,25 @@
-"""The registry: each algorithm (the losses ``update`` trains with) and each policy family, by
-name. It imports nothing from funcsac, so every module may read it; a variant's module registers
-itself on import (``funcsac/algorithms/``), and a variant defined outside funcsac does the same.
+"""The registry: each algorithm (the losses ``update`` trains with), network, image encoder and
+policy family, by name, with the options each owns. It imports nothing from funcsac, so every
+module may read it; a variant's module registers itself on import (``funcsac/algorithms/``,
+``networks``, ``encoders``), and a variant defined outside funcsac does the same.
+
+Options: a variant's settings are a frozen dataclass of its own (``Algorithm.options``,
+``Network.options``, ``Encoder.options``), whose fields are made with ``setting`` (a default and
+a help line) and which may define ``check(self, config)`` raising ``ValueError``. A config holds
+the chosen variants' options (``SACConfig.algorithm_options``, ...); flat settings (the command
+line, config files, presets) name an option by its field name, which is unique across rooms.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict
+import typing
+from typing import Any, Callable, Dict, Optional
+
+
+def setting(default, help: str, **field):
+    """A dataclass field that is a setting: its default and its one-line help (the command
+    line's flags are made from these)."""
+    return dataclasses.field(default=default, metadata={"help": help}, **field)
 
 
 def _one_output(config) -> int:
@@ -34,6 +48,39 @@ class Algorithm:
     target_networks: bool = True
     critic_outputs: Callable[[Any], int] = _one_output
     check: Callable[[Any], None] = _no_check
+    options: Optional[type] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+    """What ``SACConfig.network`` names: ``build(in_dim, out_dim, hidden_sizes, options, part)``
+    makes the module mapping ``[B, in_dim]`` to ``[B, out_dim]`` for ``part`` ``"actor"`` or
+    ``"critic"`` (``options``: an instance of ``options``, or ``None``); ``check(config)`` raises
+    ``ValueError`` naming a setting the network cannot take."""
+
+    name: str
+    build: Callable
+    options: Optional[type] = None
+    help: str = ""
+    check: Callable[[Any], None] = _no_check
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoder:
+    """What ``SACConfig.encoder`` names for image observations: ``build(image_shape, features,
+    options)`` makes the module mapping images ``[B, C, H, W]`` (floats ``prepare`` made) to
+    ``[B, features]``; ``prepare(images, dtype, key, options)`` turns the ``uint8`` images of a
+    gradient step into what it takes (``key`` ``None``: acting, no augmentation);
+    ``target_rate(tau, options)`` is the target encoder's polyak rate; ``check(config)`` raises
+    ``ValueError`` naming a setting the encoder cannot take."""
+
+    name: str
+    build: Callable
+    prepare: Callable
+    target_rate: Callable
+    options: Optional[type] = None
+    help: str = ""
+    check: Callable[[Any], None] = _no_check
 
 
 class AlgorithmTable(dict):
@@ -57,6 +104,9 @@ class AlgorithmTable(dict):
 ALGORITHMS_BY_POLICY: Dict[str, AlgorithmTable] = {}
 # policy family name -> the family (a funcsac.policy.PolicyFamily)
 POLICIES: Dict[str, Any] = {}
+# network name -> Network; encoder name -> Encoder
+NETWORKS: Dict[str, Network] = {}
+ENCODERS: Dict[str, Encoder] = {}
 
 
 def register_policy(name: str, family) -> None:
@@ -65,14 +115,82 @@ def register_policy(name: str, family) -> None:
     ALGORITHMS_BY_POLICY.setdefault(name, AlgorithmTable(name))
 
 
-def register(algorithm: Algorithm) -> Algorithm:
-    """Make ``algorithm`` available as ``SACConfig.algorithm`` for its policy family (which must
-    be registered); returns it."""
-    if algorithm.policy not in ALGORITHMS_BY_POLICY:
-        raise ValueError(f"algorithm {algorithm.name!r} names the policy {algorithm.policy!r}, "
+def register(variant):
+    """Make an ``Algorithm`` available as ``SACConfig.algorithm`` for its policy family (which
+    must be registered), a ``Network`` as ``SACConfig.network``, an ``Encoder`` as
+    ``SACConfig.encoder``; returns it. ``ValueError`` if its options' names are taken by another
+    room's options or by the shared settings."""
+    room = _room_of(variant)
+    if room == "algorithm" and variant.policy not in ALGORITHMS_BY_POLICY:
+        raise ValueError(f"algorithm {variant.name!r} names the policy {variant.policy!r}, "
                          f"which is not registered; registered: {sorted(POLICIES)}")
-    ALGORITHMS_BY_POLICY[algorithm.policy][algorithm.name] = algorithm
-    return algorithm
+    _check_option_names(room, variant)
+    if room == "algorithm":
+        ALGORITHMS_BY_POLICY[variant.policy][variant.name] = variant
+    else:
+        {"network": NETWORKS, "encoder": ENCODERS}[room][variant.name] = variant
+    return variant
+
+
+ROOMS = ("algorithm", "network", "encoder")  # the rooms whose variants own options
+# names a room's options may not take: the shared settings (SACConfig fills this in)
+RESERVED_NAMES: set = set()
+
+
+def _room_of(variant) -> str:
+    for room, kind in zip(ROOMS, (Algorithm, Network, Encoder)):
+        if isinstance(variant, kind):
+            return room
+    raise TypeError(f"register takes an Algorithm, a Network or an Encoder, got {variant!r}")
+
+
+def option_names(options: Optional[type]) -> tuple:
+    """The field names of an options dataclass (none for ``None``)."""
+    return () if options is None else tuple(f.name for f in dataclasses.fields(options))
+
+
+def _check_option_names(room: str, variant) -> None:
+    """An option's name is not a shared setting's nor another room's option's."""
+    for name in option_names(variant.options):
+        owners = [f"{r} {v.name!r}" for r, v in variants() if r != room
+                  and name in option_names(v.options)]
+        if name in RESERVED_NAMES or owners:
+            raise ValueError(f"{room} {variant.name!r} has an option {name!r}, a name taken by "
+                             f"{owners[0] if owners else 'a shared SACConfig setting'}; "
+                             "rename it")
+
+
+def variants():
+    """Every registered ``(room, variant)`` that may own options."""
+    for table in ALGORITHMS_BY_POLICY.values():
+        yield from (("algorithm", a) for a in table.values())
+    yield from (("network", n) for n in NETWORKS.values())
+    yield from (("encoder", e) for e in ENCODERS.values())
+
+
+def option_fields() -> Dict[str, tuple]:
+    """Every registered variant's option by its flat name: ``(dataclasses.Field, type hint,
+    owners)``, ``owners`` the ``"room 'name'"`` of the variants that have it."""
+    found: Dict[str, tuple] = {}
+    for room, v in variants():
+        if v.options is None:
+            continue
+        hints = typing.get_type_hints(v.options)
+        for f in dataclasses.fields(v.options):
+            field, hint, owners = found.get(f.name, (f, hints[f.name], ()))
+            found[f.name] = (field, hint, owners + (f"{room} {v.name!r}",))
+    return found
+
+
+def variant_of(config, room: str):
+    """The variant ``config`` chooses in ``room`` (``"algorithm"``, ``"network"`` or
+    ``"encoder"``); ``ValueError`` listing the registered ones otherwise."""
+    if room == "algorithm":
+        return algorithm_of(config)
+    table, name = {"network": NETWORKS, "encoder": ENCODERS}[room], getattr(config, room)
+    if name not in table:
+        raise ValueError(f"SACConfig.{room} must be one of {sorted(table)}, got {name!r}")
+    return table[name]
 
 
 def algorithm_of(config) -> Algorithm:
@@ -91,6 +209,14 @@ def algorithm_of(config) -> Algorithm:
 def losses_for(config):
     """The losses of ``config.algorithm`` for ``config.policy`` (a ``funcsac.Losses``)."""
     return algorithm_of(config).losses
+
+
+def room_help(room: str) -> str:
+    """The registered variants of ``room`` with their help, for the command line."""
+    if room == "algorithm":
+        return algorithm_help()
+    table = {"network": NETWORKS, "encoder": ENCODERS}[room]
+    return "; ".join(f"{n}: {v.help}" if v.help else n for n, v in table.items())
 
 
 def algorithm_help() -> str:

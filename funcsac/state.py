@@ -14,12 +14,11 @@ from torch import nn
 
 from . import keys
 from .config import SACConfig
-from .encoders import drq_encoder
 from .networks import (Params, build_network, cast_params, decay_mask, module_params,
                        param_shapes, stack_params)
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
-from .registry import POLICIES, algorithm_of
+from .registry import POLICIES, algorithm_of, variant_of
 
 
 class HParams(NamedTuple):
@@ -121,22 +120,24 @@ def _build(config: SACConfig, num_critics: int):
     (by default, the config's network for its policy family)."""
     family = POLICIES[config.policy]
     dims = (config.input_dim, config.act_dim)
-    actor_sizes = config.actor_hidden_sizes or config.hidden_sizes
-    actor = (config.actor_factory(*dims, actor_sizes) if config.actor_factory else
-             build_network(config.input_dim, family.head_size(config.act_dim), actor_sizes,
-                           batch_renorm=config.actor_batch_renorm, network=config.network))
-    critic_factory = config.critic_factory or functools.partial(
-        family.default_critic, layer_norm=config.critic_layer_norm, dropout=config.critic_dropout,
-        batch_renorm=config.critic_batch_renorm,
-        outputs=config.critic_outputs, network=config.network)
-    return actor, [critic_factory(*dims, config.hidden_sizes) for _ in range(num_critics)]
+    actor = (config.actor_factory(*dims, config.actor_hidden_sizes or config.hidden_sizes)
+             if config.actor_factory else
+             build_network(config, "actor", config.input_dim, family.head_size(config.act_dim)))
+    critic_dims = family.critic_dims(*dims, config.critic_outputs)
+    critic = (functools.partial(config.critic_factory, *dims, config.hidden_sizes)
+              if config.critic_factory else
+              functools.partial(build_network, config, "critic", *critic_dims))
+    return actor, [critic() for _ in range(num_critics)]
 
 
 def _build_encoder(config: SACConfig) -> Optional[nn.Module]:
     """The image encoder (``None`` for vector observations)."""
     if not config.image_shape:
         return None
-    return (config.encoder_factory or drq_encoder)(config.image_shape, config.obs_dim)
+    if config.encoder_factory:
+        return config.encoder_factory(config.image_shape, config.obs_dim)
+    return variant_of(config, "encoder").build(config.image_shape, config.obs_dim,
+                                               config.encoder_options)
 
 
 def static_for(config: SACConfig) -> Static:

@@ -70,7 +70,7 @@ from .config import INITIAL_VALUE_FIELDS
 from .fingerprint import Unfingerprintable, fingerprint
 from .cpu import cpu_description
 from .state import SACState, static_for
-from .registry import POLICIES, algorithm_of
+from .registry import POLICIES, algorithm_of, variant_of
 
 STORE_ENV = "FUNCSAC_COMPILE_STORE"
 KEY_FILE, KEY_BYTES, MAC_BYTES = "key", 32, 32
@@ -344,9 +344,11 @@ def _keyed_config(config):
 
 
 def _chosen_code(config) -> tuple:
-    """The code ``config`` chooses by name or holds: its algorithm, policy family and factories."""
-    return (algorithm_of(config), POLICIES[config.policy], config.actor_factory,
-            config.critic_factory)
+    """The code ``config`` chooses by name or holds: its algorithm, network, encoder, policy
+    family and factories."""
+    return (algorithm_of(config), variant_of(config, "network"), variant_of(config, "encoder"),
+            POLICIES[config.policy], config.actor_factory, config.critic_factory,
+            config.encoder_factory)
 
 
 def artifact_key(fn: Callable, args: tuple, name: str) -> str:

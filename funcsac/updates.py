@@ -23,13 +23,13 @@ import torch.utils._pytree as pytree
 
 from . import keys
 from .batch import Batch, check_batch_structure
-from .encoders import prepare_images
+from .encoders import encoder_input
 from .grads import grad_and_value
 from .losses import Losses
 from .networks import Params, apply_encoder
 from .normalize import normalize_obs, scale_reward
 from .optim import adam_update
-from .registry import algorithm_of, losses_for
+from .registry import algorithm_of, losses_for, variant_of
 from .state import (SACState, check_state, critic_and_encoder, split_critic_and_encoder,
                     trainable)
 
@@ -110,13 +110,13 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             obs = batch.obs
         else:  # the encoder trains with the critics, the targets read its target copy
             key, k_target, k_critic, k_actor, k_obs, k_next = keys.split(state.key, 6)
-            next_obs = apply_encoder(static.encoder, state.target_encoder, prepare_images(
-                batch.next_obs, cfg.dtype, k_next, cfg.image_pad))
+            next_obs = apply_encoder(static.encoder, state.target_encoder,
+                                     encoder_input(cfg, batch.next_obs, k_next))
             batch = batch._replace(next_obs=next_obs.detach())
             loss_fn = _through_encoder(fns.critic)
             params = critic_and_encoder(state.critic, state.encoder)
             mask = critic_and_encoder(static.critic_trainable, static.encoder_trainable)
-            obs = prepare_images(batch.obs, cfg.dtype, k_obs, cfg.image_pad)
+            obs = encoder_input(cfg, batch.obs, k_obs)
         target_q = fns.target(state, batch, k_target)
         trained, critic_opt, c_norm, (c_loss, out) = _train(
             loss_fn, params, mask, state.critic_opt, hp.critic_lr, cfg, static, obs,
@@ -130,7 +130,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             target_critic = _polyak(target_critic, critic, static.critic_trainable, tau)
         if static.encoder is not None:
             target_encoder = _polyak(target_encoder, encoder, static.encoder_trainable,
-                                     tau * cfg.encoder_tau_scale)
+                                     variant_of(cfg, "encoder").target_rate(
+                                         tau, cfg.encoder_options))
         metrics = {"critic_loss": c_loss, "q_mean": out.q.mean(),
                    "target_q_mean": out.target.mean(), "critic_grad_norm": c_norm}
         td_error = (out.q.detach() - out.target).abs().mean(0)
@@ -147,8 +148,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         fns = loss_fns if loss_fns is not None else losses_for(cfg)
         if static.encoder is not None:  # the critics' encoder, detached (DrQ)
             k_obs, key = keys.split(key, 2)
-            obs = apply_encoder(static.encoder, state.encoder, prepare_images(
-                batch.obs, cfg.dtype, k_obs, cfg.image_pad))
+            obs = apply_encoder(static.encoder, state.encoder, encoder_input(cfg, batch.obs, k_obs))
             batch = batch._replace(obs=obs.detach())
         alpha = torch.exp(state.log_alpha)
         actor, actor_opt, a_norm, (a_loss, out) = _train(

@@ -46,7 +46,7 @@ def make_batch(cfg: funcsac.SACConfig, batch_size: int = 32, seed: int = 0,
 def small_config(**overrides) -> funcsac.SACConfig:
     kw = dict(obs_dim=5, act_dim=2, hidden_sizes=(16, 16))
     kw.update(overrides)
-    return funcsac.SACConfig(**kw)
+    return funcsac.SACConfig.of(**kw)
 
 
 def crash_at_eval(monkeypatch, step):

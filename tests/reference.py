@@ -23,10 +23,9 @@ class ReferenceSAC:
     def __init__(self, state: funcsac.SACState):
         cfg = self.cfg = state.config
         dt = cfg.dtype
-        sizes = (cfg.obs_dim + cfg.state_dim, cfg.act_dim, cfg.hidden_sizes)
-        actor_f = lambda: funcsac.networks.default_actor(*sizes).to(dt)  # noqa: E731
-        critic_f = lambda: funcsac.networks.default_critic(  # noqa: E731
-            *sizes, outputs=cfg.critic_outputs).to(dt)
+        d, a, hidden = cfg.obs_dim + cfg.state_dim, cfg.act_dim, cfg.hidden_sizes
+        actor_f = lambda: funcsac.mlp(d, 2 * a, hidden).to(dt)  # noqa: E731
+        critic_f = lambda: funcsac.mlp(d + a, cfg.critic_outputs, hidden).to(dt)  # noqa: E731
         self.actor = _module_with(actor_f, state.actor)
         self.critics = [_module_with(critic_f, {k: v[i] for k, v in state.critic.items()})
                         for i in range(cfg.num_critics)]
@@ -165,22 +164,22 @@ class ReferenceTQC(ReferenceSAC):
     N * d dropped, a quantile Huber loss (kappa 1) at tau_k = (k + 0.5) / K."""
 
     def target(self, batch: funcsac.Batch, key, alpha):
-        cfg = self.cfg
+        cfg, tqc = self.cfg, self.cfg.algorithm_options
         k_action, _ = keys.split(key, 2)
         with torch.no_grad():
             next_a, next_logp = self.sample(batch.next_obs, k_action)
             outs = [t(torch.cat([batch.next_obs, next_a], -1)) for t in self.targets]
-            keep = cfg.num_critics * (cfg.num_quantiles - cfg.drop_quantiles)
+            keep = cfg.num_critics * (tqc.num_quantiles - tqc.drop_quantiles)
             y = torch.empty(len(next_a), keep, dtype=next_a.dtype)
             for b in range(len(next_a)):
-                pool = sorted(o[b, k].item() for o in outs for k in range(cfg.num_quantiles))
+                pool = sorted(o[b, k].item() for o in outs for k in range(tqc.num_quantiles))
                 discount = cfg.gamma ** batch.horizon[b] * (1 - float(batch.terminated[b]))
                 for m in range(keep):
                     y[b, m] = batch.reward[b] + discount * (pool[m] - alpha * next_logp[b])
             return y
 
     def critic_loss(self, obs, action, target, weight):
-        n_quantiles, n_atoms = self.cfg.num_quantiles, target.shape[1]
+        n_quantiles, n_atoms = self.cfg.algorithm_options.num_quantiles, target.shape[1]
         loss = 0
         for c in self.critics:
             z = c(torch.cat([obs, action], -1))
@@ -196,12 +195,12 @@ class ReferenceTQC(ReferenceSAC):
         return loss
 
     def actor_value(self, obs, a):
-        total = 0
+        total, n_quantiles = 0, self.cfg.algorithm_options.num_quantiles
         for c in self.critics:
             z = c(torch.cat([obs, a], -1))
-            for k in range(self.cfg.num_quantiles):
+            for k in range(n_quantiles):
                 total = total + z[:, k]
-        return total / (self.cfg.num_critics * self.cfg.num_quantiles)
+        return total / (self.cfg.num_critics * n_quantiles)
 
 
 def shifted(images, key, pad):
@@ -234,7 +233,8 @@ class ReferenceDrQ(ReferenceSAC):
     def features(self, encoder, obs, key):
         if isinstance(obs, dict):
             return torch.cat([self.features(encoder, obs["pixels"], key), obs["state"]], -1)
-        return encoder(shifted(obs.to(self.cfg.dtype) / 255.0 - 0.5, key, self.cfg.image_pad))
+        pad = self.cfg.encoder_options.image_pad
+        return encoder(shifted(obs.to(self.cfg.dtype) / 255.0 - 0.5, key, pad))
 
     def split_key(self):
         self.key, k_target, _, k_actor, self.k_obs, self.k_next = keys.split(self.key, 6)
@@ -258,7 +258,7 @@ class ReferenceDrQ(ReferenceSAC):
         super().polyak()
         with torch.no_grad():
             for p, tp in zip(self.encoder.parameters(), self.target_encoder.parameters()):
-                tp.add_(self.cfg.tau * self.cfg.encoder_tau_scale * (p - tp))
+                tp.add_(self.cfg.tau * self.cfg.encoder_options.encoder_tau_scale * (p - tp))
 
 
 def step_both(state: funcsac.SACState, ref: ReferenceSAC, batch: funcsac.Batch, step: int):

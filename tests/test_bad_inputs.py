@@ -1,6 +1,5 @@
 """Bad input of every kind gets a ValueError (exit code 2 from the CLI) that names what was wrong,
 and loses nothing already written. README.md's table of bad inputs lists these cases."""
-import dataclasses
 import math
 import re
 import shutil
@@ -11,6 +10,7 @@ import torch
 import funcsac
 import toy_envs  # noqa: F401  (registers the funcsac-test/ envs)
 from funcsac.cli import main
+from funcsac.driver.config import settings
 from funcsac.driver.run.checkpoint import CheckpointError, load_checkpoint
 from helpers import make_batch, small_config
 
@@ -32,16 +32,19 @@ OUT_OF_RANGE = {
     "priority_beta": 1.5, "priority_epsilon": 0.0, "offline_ratio": 1.0, "algorithm": "ppo",
     "num_quantiles": 0, "drop_quantiles": 25,
     "offline_data": "data\0.npz",  # a missing file is refused when the run starts (test_offline)
-    "network": "resnet", "actor_hidden_sizes": (0,), "reset_every": -1,
+    "network": "resnet", "encoder": "vit", "actor_hidden_sizes": (0,), "reset_every": -1,
     "alpha_adam_betas": (0.9, 1.0), "target_entropy_scale": math.inf,
     "image_size": 0, "frame_stack": 0, "image_features": 0, "image_pad": -1,
     "encoder_tau_scale": 0.0, "action_repeat": 0,
 }
-FIELDS = {f.name: f for f in dataclasses.fields(funcsac.TrainConfig)}
+# every setting by flat name, the variants' options among them: (type, default, help)
+FIELDS = settings()
+# an option is checked with its variant chosen
+CHOSEN = {"num_quantiles": {"algorithm": "tqc"}, "drop_quantiles": {"algorithm": "tqc"}}
 
 
 def _wrong_type(name):
-    default = FIELDS[name].default
+    default = FIELDS[name][1]
     if isinstance(default, bool):
         return "yes"
     if isinstance(default, str):
@@ -53,12 +56,12 @@ def _wrong_type(name):
 
 CASES = ([(name, "out of range", v) for name, v in OUT_OF_RANGE.items() if name in FIELDS]
          + [(name, "wrong type", _wrong_type(name)) for name in FIELDS]
-         + [(name, "NaN", NAN if not isinstance(FIELDS[name].default, tuple) else (NAN,))
+         + [(name, "NaN", NAN if not isinstance(FIELDS[name][1], tuple) else (NAN,))
             for name in FIELDS])
 
 
 def test_every_field_has_an_out_of_range_case():
-    bools = {n for n, f in FIELDS.items() if isinstance(f.default, bool)}
+    bools = {n for n, f in FIELDS.items() if isinstance(f[1], bool)}
     assert set(FIELDS) - bools - {"progress"} <= set(OUT_OF_RANGE)
 
 
@@ -66,7 +69,7 @@ def test_every_field_has_an_out_of_range_case():
                          ids=[f"{n}-{k.replace(' ', '_')}" for n, k, _ in CASES])
 def test_bad_config_value_names_the_field(field, kind, value):
     with pytest.raises(ValueError, match=rf"(TrainConfig|SACConfig)\.{field}|{field}"):
-        funcsac.TrainConfig(**{field: value})
+        funcsac.TrainConfig(**{field: value, **CHOSEN.get(field, {})})
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -16,7 +16,7 @@ CROSSQ = funcsac.presets.preset("crossq")
 
 
 def crossq_config(**overrides):
-    return funcsac.SACConfig(**{"obs_dim": 5, "act_dim": 2, "hidden_sizes": (16, 16), **CROSSQ,
+    return funcsac.SACConfig.of(**{"obs_dim": 5, "act_dim": 2, "hidden_sizes": (16, 16), **CROSSQ,
                                 **overrides})
 
 

@@ -20,7 +20,7 @@ N_ACTIONS = 3
 def discrete_config(**overrides):
     kw = dict(obs_dim=4, act_dim=N_ACTIONS, hidden_sizes=(16, 16), policy="categorical")
     kw.update(overrides)
-    return funcsac.SACConfig(**kw)
+    return funcsac.SACConfig.of(**kw)
 
 
 def discrete_batch(cfg, batch_size=32, seed=0):

@@ -163,7 +163,7 @@ def test_the_rlpd_preset_takes_the_data_from_the_command_line(tmp_path, monkeypa
     # the path is made absolute, so a resumed run (or a Tune trial) elsewhere finds it
     assert (cfg.offline_data, cfg.offline_ratio, cfg.utd, cfg.num_critics) == (
         str(tmp_path / "expert.npz"), 0.25, 20, 10)
-    assert cfg.critic_layer_norm and cfg.actor_q_reduction == "mean"
+    assert cfg.options["critic_layer_norm"] and cfg.actor_q_reduction == "mean"
 
 
 @pytest.mark.parametrize("command", [["train", "--run-dir", "run"], ["tune", "--storage", "s"]])

@@ -191,7 +191,8 @@ def test_the_drq_preset_trains_from_pixels_at_drqs_sizes(tmp_path):
     cfg = _train_config(args)
     assert cfg.pixels and (cfg.image_size, cfg.frame_stack, cfg.image_features) == (84, 3, 50)
     sac = cfg.sac_config(0, 6, image_shape=(9, 84, 84))
-    assert sac.obs_dim == 50 and sac.hidden_sizes == (1024, 1024) and sac.image_pad == 4
+    assert sac.obs_dim == 50 and sac.hidden_sizes == (1024, 1024)
+    assert sac.encoder_options.image_pad == 4
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """The registry: the core's imports form no circle, the base code names no variant, and a variant
 defined here (not in funcsac) runs through update, train, load and export."""
 import ast
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,29 @@ def test_the_base_code_names_no_variant():
             if isinstance(node, ast.Constant) and node.value in names and id(node) not in exported:
                 if rel not in allowed and rel != names[node.value]:
                     found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert not found
+
+
+def test_the_base_code_names_no_variants_option():
+    """A variant's options are named only in its own module and the presets: no other module
+    reads, sets or checks them (they reach the command line and config files through the
+    registry)."""
+    owners = {}
+    for _, variant in funcsac.registry.variants():
+        if variant.options is not None:
+            module = sys.modules[variant.options.__module__].__file__
+            for name in funcsac.registry.option_names(variant.options):
+                owners[name] = str(Path(module).relative_to(PACKAGE))
+    assert {"num_quantiles", "critic_batch_renorm", "image_pad"} <= set(owners)
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = str(path.relative_to(PACKAGE))
+        for node in ast.walk(ast.parse(path.read_text())):
+            said = (node.value if isinstance(node, ast.Constant) else
+                    node.attr if isinstance(node, ast.Attribute) else
+                    node.arg if isinstance(node, ast.keyword) else None)
+            if said in owners and rel not in (owners[said], "presets.py"):
+                found.append(f"{rel}:{node.lineno}: {said!r}")
     assert not found
 
 

@@ -162,8 +162,9 @@ def test_driver_resets_at_its_interval_and_resumes_exactly_across_a_reset(tmp_pa
     (dict(network="resnet"), "SACConfig.network"),
     (dict(network="simba", hidden_sizes=(16, 32)), "SACConfig.hidden_sizes"),
     (dict(network="bronet", actor_hidden_sizes=(16, 8)), "SACConfig.actor_hidden_sizes"),
-    (dict(network="simba", critic_dropout=0.01), "SACConfig.critic_dropout"),
-    (dict(network="bronet", critic_layer_norm=True), "SACConfig.critic_layer_norm"),
+    (dict(network="simba", critic_dropout=0.01), "critic_dropout is an option of network 'mlp'"),
+    (dict(network="bronet", critic_layer_norm=True),
+     "critic_layer_norm is an option of network 'mlp'"),
     (dict(actor_hidden_sizes=(8, 0)), "SACConfig.actor_hidden_sizes"),
     (dict(reset_every=-1), "TrainConfig.reset_every"),
 ])

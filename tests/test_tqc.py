@@ -167,8 +167,14 @@ def test_a_critic_of_the_wrong_width_is_refused():
         funcsac.update(funcsac.init_state(cfg, seed=0), make_batch(cfg))
 
 
-def test_sac_keeps_its_single_output_critics():
-    sac = small_config(num_quantiles=7)
+def test_sac_keeps_its_single_output_critics_and_refuses_tqcs_options():
+    """TQC's options belong to TQC: SAC refuses them, unless at TQC's defaults (a settings file
+    of every variant's defaults loads)."""
+    with pytest.raises(ValueError, match=r"num_quantiles is an option of algorithm 'tqc', which "
+                                         r"this config does not choose \(algorithm 'sac'"):
+        small_config(num_quantiles=7)
+    sac = small_config(num_quantiles=25, drop_quantiles=2)
+    assert sac.algorithm_options is None and sac.critic_outputs == 1
     assert funcsac.init_state(sac).critic["4.weight"].shape == (2, 1, 16)
     assert funcsac.init_state(_tqc(num_quantiles=7)).critic["4.weight"].shape == (3, 7, 16)
 

@@ -1,37 +1,40 @@
-"""TrainConfig is a plain typed dataclass whose agent fields are SACConfig's, and the command
-line's help comes from it and from the registries, so neither can drift."""
+"""TrainConfig's agent fields are made from SACConfig's, and its options, the command line's flags
+and their help from the registered variants' options, so nothing is copied by hand and a variant
+defined here gets its flags without an edit to funcsac."""
 import dataclasses
+import json
 import typing
 
 import pytest
+from torch import nn
 
 import funcsac
-from funcsac.cli import build_parser
+from funcsac.cli import _train_config, build_parser
 from funcsac.config import SACConfig
-from funcsac.driver.config import AGENT_FIELDS, TrainConfig, help_text
-from funcsac.networks import NETWORKS
+from funcsac.driver.config import AGENT_FIELDS, TrainConfig, help_text, settings
+from funcsac.registry import NETWORKS, Network, register, setting
 
 
-def test_agent_fields_are_sacconfigs_with_its_defaults_and_compatible_types():
+def test_agent_fields_are_sacconfigs_with_its_defaults_types_and_help():
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     train_types, sac_types = typing.get_type_hints(TrainConfig), typing.get_type_hints(SACConfig)
+    assert {f.name for f in AGENT_FIELDS} >= {"critic_lr", "hidden_sizes", "algorithm", "network"}
     for f in AGENT_FIELDS:
         assert fields[f.name].default == f.default, f.name
-        # TrainConfig may say more (Tuple[int, ...] for SACConfig's tuple), never something else
-        origin = typing.get_origin(train_types[f.name]) or train_types[f.name]
-        expected = typing.get_origin(sac_types[f.name]) or sac_types[f.name]
-        assert origin is expected, f.name
+        assert fields[f.name].metadata["help"] == f.metadata["help"], f.name
+        assert train_types[f.name] == sac_types[f.name], f.name
     config = TrainConfig(critic_lr=1e-4, hidden_sizes=(32, 32), network="simba")
     sac = config.sac_config(3, 1)
     assert (sac.critic_lr, sac.hidden_sizes, sac.network) == (1e-4, (32, 32), "simba")
 
 
-def test_every_field_has_its_help_and_the_help_names_what_is_registered():
-    for f in dataclasses.fields(TrainConfig):
-        assert f.metadata["help"], f.name
+def test_every_setting_has_its_help_and_the_help_names_what_is_registered():
+    for name, (_, _, help) in settings().items():
+        assert help, name
     for name in funcsac.ALGORITHMS:
         assert name in help_text("algorithm")
     assert all(name in help_text("network") for name in NETWORKS)
+    assert "(algorithm 'tqc')" in help_text("num_quantiles")
     funcsac.register(funcsac.Algorithm("help-check", funcsac.Losses(), help="a test variant"))
     try:
         assert "help-check (tanh_gaussian): a test variant" in help_text("algorithm")
@@ -43,7 +46,73 @@ def test_every_field_has_its_help_and_the_help_names_what_is_registered():
     (["--alpha-adam-betas", "0.5", "0.999"], "alpha_adam_betas", [0.5, 0.999]),
     (["--hidden-sizes", "64", "64"], "hidden_sizes", [64, 64]),
     (["--num-target-critics", "none"], "num_target_critics", None),
+    (["--num-quantiles", "10"], "num_quantiles", 10),
+    (["--critic-layer-norm"], "critic_layer_norm", True),
 ])
 def test_flags_parse_as_the_fields_types(flags, field, value):
     args = build_parser().parse_args(["train", "--run-dir", "x", *flags])
     assert getattr(args, field) == value
+
+
+def test_options_go_flat_into_the_run_config_and_nested_into_the_agents():
+    """``--num-quantiles 10`` (a flag, a config file's key, a preset's) sets TQC's options; the
+    run's config.json keeps the options flat beside the fields."""
+    args = build_parser().parse_args(["train", "--run-dir", "x", "--preset", "tqc",
+                                      "--num-quantiles", "10"])
+    config = _train_config(args)
+    assert config.options == {"num_quantiles": 10, "drop_quantiles": 2}
+    sac = config.sac_config(17, 6)
+    assert sac.algorithm_options == funcsac.tqc.TQCOptions(num_quantiles=10, drop_quantiles=2)
+    flat = json.loads(json.dumps(config.to_dict()))
+    assert flat["num_quantiles"] == 10 and "options" not in flat
+    assert TrainConfig.from_dict(flat) == config
+    with pytest.raises(ValueError, match="unknown config keys \\['num_quantile'\\]"):
+        TrainConfig(num_quantile=10)
+
+
+@dataclasses.dataclass(frozen=True)
+class WideOptions:
+    widen: int = setting(2, "multiplies every hidden width")
+
+    def check(self, config):
+        if not (isinstance(self.widen, int) and self.widen >= 1):
+            raise ValueError(f"SACConfig.widen must be an integer >= 1, got {self.widen!r}")
+
+
+def _wide(in_dim, out_dim, hidden_sizes, options, part):
+    return funcsac.mlp(in_dim, out_dim, [h * options.widen for h in hidden_sizes])
+
+
+@pytest.fixture
+def wide():
+    register(Network("wide", _wide, WideOptions, help="an MLP of wider layers"))
+    yield "wide"
+    del NETWORKS["wide"]
+
+
+def test_a_network_defined_here_brings_its_options_and_flags(wide, tmp_path):
+    assert "(network 'wide')" in help_text("widen") and "wide: an MLP" in help_text("network")
+    args = build_parser().parse_args(["train", "--run-dir", str(tmp_path), "--network", "wide",
+                                      "--widen", "3", "--hidden-sizes", "8"])
+    sac = _train_config(args).sac_config(3, 1)
+    assert sac.network_options == WideOptions(3)
+    linear = [m for m in funcsac.init_state(sac).static.critic.modules()
+              if isinstance(m, nn.Linear)]
+    assert linear[0].out_features == 24
+    with pytest.raises(ValueError, match="SACConfig.widen must be an integer >= 1, got 0"):
+        TrainConfig(network="wide", widen=0)
+    with pytest.raises(ValueError, match="widen is an option of network 'wide', which this "
+                                         "config does not choose"):
+        TrainConfig(widen=3)
+
+
+def test_an_option_name_taken_by_another_room_is_refused(wide):
+    @dataclasses.dataclass(frozen=True)
+    class Clash:
+        widen: int = setting(1, "the same name as the wide network's")
+        critic_lr: float = setting(1.0, "a shared setting's name")
+
+    with pytest.raises(ValueError, match="algorithm 'clash' has an option 'widen', a name taken "
+                                         "by network 'wide'"):
+        register(funcsac.Algorithm("clash", funcsac.Losses(), options=Clash))
+    assert "clash" not in funcsac.ALGORITHMS

@@ -16,8 +16,7 @@ from torch import nn
 from .. import keys
 from ..batch import Batch
 from ..losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
-from ..networks import (Params, _forward, build_network, dropout_key_names, map_critics,
-                        with_dropout_keys)
+from ..networks import Params, _forward, dropout_key_names, map_critics, with_dropout_keys
 from ..policy import PolicyFamily
 from ..registry import Algorithm, register, register_policy
 from ..state import SACState, Static
@@ -62,8 +61,8 @@ class Categorical(PolicyFamily):
     def default_target_entropy(self, act_dim):
         return 0.89 * math.log(act_dim)
 
-    def default_critic(self, obs_dim, act_dim, hidden_sizes, outputs=1, **options):
-        return build_network(obs_dim, act_dim, hidden_sizes, **options)  # all actions' values
+    def critic_dims(self, input_dim, act_dim, outputs):
+        return input_dim, act_dim  # all actions' values
 
     def act(self, static, actor, obs, noise=None):
         logits = _forward(static.actor, actor, obs)

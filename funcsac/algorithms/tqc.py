@@ -14,6 +14,7 @@ except that the critic loss is summed over the critics, as SAC's is here, where 
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Tuple
 
 import torch
@@ -22,7 +23,7 @@ from .. import keys
 from ..batch import Batch
 from ..losses import ActorOut, CriticOut, Losses, bootstrap, policy_loss, sample_action
 from ..networks import Params, apply_critics
-from ..registry import Algorithm, register
+from ..registry import Algorithm, register, setting
 from ..state import SACState, Static
 
 
@@ -30,7 +31,7 @@ def apply_quantile_critics(static: Static, critic: Params, obs: torch.Tensor,
                            action: torch.Tensor, key=None) -> torch.Tensor:
     """The ensemble's quantiles ``Z [N, B, K]`` (``apply_critics`` with the quantile axis kept
     when K is 1); ``ValueError`` if a critic does not output ``[B, num_quantiles]``."""
-    k = static.config.num_quantiles
+    k = static.config.algorithm_options.num_quantiles
     z = apply_critics(static.critic, critic, obs, action, key)
     z = z.unsqueeze(-1) if z.dim() == 2 else z
     if z.shape[2:] != (k,):
@@ -55,7 +56,7 @@ def truncated_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.
     next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
     z = apply_quantile_critics(static, state.target_critic, batch.next_obs, next_action,
                                k_dropout)
-    atoms = truncate(z, state.config.drop_quantiles)
+    atoms = truncate(z, state.config.algorithm_options.drop_quantiles)
     return bootstrap(state, batch, atoms - torch.exp(state.log_alpha) * next_log_prob[:, None])
 
 
@@ -88,9 +89,29 @@ def quantile_actor_loss(actor: Params, critic: Params, static: Static, obs: torc
         static, critic, obs, a, k).mean((0, 2)))
 
 
+@dataclasses.dataclass(frozen=True)
+class TQCOptions:
+    """TQC's options (``SACConfig.algorithm_options``)."""
+
+    num_quantiles: int = setting(25, "quantiles of the return each critic outputs (K)")
+    drop_quantiles: int = setting(
+        2, "top quantiles per critic dropped from the pooled target (d; the target keeps "
+        "N * (K - d) of the N * K)")
+
+    def check(self, config) -> None:
+        """``ValueError`` unless ``1 <= num_quantiles`` and ``0 <= drop_quantiles <
+        num_quantiles``."""
+        k, d = self.num_quantiles, self.drop_quantiles
+        if not (isinstance(k, int) and not isinstance(k, bool) and k >= 1):
+            raise ValueError(f"SACConfig.num_quantiles must be an integer >= 1, got {k!r}")
+        if not (isinstance(d, int) and not isinstance(d, bool) and 0 <= d < k):
+            raise ValueError(f"SACConfig.drop_quantiles must be an integer in [0, num_quantiles="
+                             f"{k}), got {d!r}")
+
+
 def _quantiles(config) -> int:
     """Each critic's outputs: ``num_quantiles``."""
-    return config.num_quantiles
+    return config.algorithm_options.num_quantiles
 
 
 TQC = register(Algorithm(
@@ -98,4 +119,4 @@ TQC = register(Algorithm(
                   target=truncated_target),
     help="truncated quantile critics: num_quantiles per critic, the top drop_quantiles of each "
          "left out of the pooled target",
-    critic_outputs=_quantiles))
+    critic_outputs=_quantiles, options=TQCOptions))

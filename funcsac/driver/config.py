@@ -1,27 +1,27 @@
-"""The run configuration, ``TrainConfig``: the driver's settings and the agent's ``SACConfig``
-fields, each with its default and its help (the command line's flags are made from them)."""
+"""The run configuration, ``TrainConfig``: the run's settings (``RunSettings``), then the
+agent's shared settings (``SACConfig``'s fields with help), then its variants' options by flat
+name; each with its default and its help, from which the command line's flags are made."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import tomllib
+import typing
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional
 
 import torch
 
+from .. import registry
 from ..config import SACConfig
-from ..networks import NETWORKS
-from ..registry import algorithm_help
+from ..registry import ROOMS, room_help, setting
 from ..state import HParams
 from .envs.make import Pixels
 from .validate import check_train_config
 
-# SACConfig fields that come from the environment or are code, not settings (device and dtype are
-# run settings, as strings)
-_AGENT_EXCLUDED = {"obs_dim", "act_dim", "actor_factory", "critic_factory", "device", "dtype",
-                   "policy", "image_shape", "state_dim", "encoder_factory"}
-AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if f.name not in _AGENT_EXCLUDED]
+# the agent's shared settings: SACConfig's fields with help (the rest come from the environment,
+# are code, or are the run's: device and dtype, as strings)
+AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if "help" in f.metadata]
 
 # settings a resumed run may change: its length, logging, the permission to learn from another
 # environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
@@ -31,18 +31,10 @@ RESUME_MAY_CHANGE = ({"total_steps", "eval_every", "eval_episodes", "checkpoint_
                       "wandb_project", "wandb_mode", "offline_any_env"} | set(HParams._fields))
 
 
-def setting(default, help: str):
-    """A ``TrainConfig`` field: its default and its help."""
-    return dataclasses.field(default=default, metadata={"help": help})
-
-
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """Everything a training run needs: the run's settings, then every settable ``SACConfig``
-    field (same names and defaults). One env step means one step of each of the ``num_envs``.
-    Invalid values raise ``ValueError`` naming the field."""
+class RunSettings:
+    """The run's own settings, the first fields of ``TrainConfig``."""
 
-    # the run
     env_id: str = setting("Pendulum-v1", "gymnasium environment id (Box or Discrete actions, "
                           "flat Box observations, or rendered frames with pixels)")
     total_steps: int = setting(
@@ -144,111 +136,40 @@ class TrainConfig:
     wandb_mode: str = setting(
         "online",
         "W&B mode: online, or offline (synced later with `wandb sync`)")
-    # the agent: SACConfig's settable fields, with its defaults
-    hidden_sizes: Tuple[int, ...] = setting(
-        SACConfig.hidden_sizes,
-        "hidden layer widths of each critic (and of the actor, unless actor_hidden_sizes); with "
-        "network simba or bronet one residual block per entry, all of the same width")
-    actor_hidden_sizes: Tuple[int, ...] = setting(
-        SACConfig.actor_hidden_sizes,
-        "hidden layer widths of the actor (none given: hidden_sizes)")
-    network: str = setting(SACConfig.network, "architecture of the actor and the critics")
-    num_critics: int = setting(SACConfig.num_critics, "critics in the ensemble (N)")
-    num_target_critics: Optional[int] = setting(
-        SACConfig.num_target_critics,
-        "target critics the TD target takes the min over, drawn at random from the N (REDQ's M; "
-        "none: min(2, N))")
-    gamma: float = setting(SACConfig.gamma, "discount factor")
-    tau: float = setting(
-        SACConfig.tau,
-        "polyak rate of the target critics, every gradient step (algorithms with target critics)")
-    actor_lr: float = setting(SACConfig.actor_lr, "actor learning rate")
-    critic_lr: float = setting(SACConfig.critic_lr, "critic learning rate")
-    alpha_lr: float = setting(SACConfig.alpha_lr, "temperature learning rate")
-    init_alpha: float = setting(SACConfig.init_alpha, "initial entropy temperature")
-    learn_alpha: bool = setting(
-        SACConfig.learn_alpha,
-        "tune the temperature towards the target entropy")
-    target_entropy: Optional[float] = setting(
-        SACConfig.target_entropy,
-        "target entropy (none: the policy family's default times target_entropy_scale: -act_dim, "
-        "or 0.89 log n for n discrete actions)")
-    target_entropy_scale: float = setting(
-        SACConfig.target_entropy_scale,
-        "multiplies the default target entropy when target_entropy is none (rlpd, SimBa, BRO: "
-        "0.5, i.e. -act_dim / 2)")
-    policy_delay: int = setting(
-        SACConfig.policy_delay,
-        "critic steps per actor and temperature step (with --utd a multiple of it: that many "
-        "critic steps, then one actor step on the last batch)")
-    target_update_every: int = setting(
-        SACConfig.target_update_every,
-        "gradient steps between the target networks' polyak averages (SB3's "
-        "target_update_interval; DrQ: 2)")
-    max_grad_norm: Optional[float] = setting(
-        SACConfig.max_grad_norm,
-        "clip each network's gradient to this global norm (none: no clipping)")
-    weight_decay: float = setting(SACConfig.weight_decay, "decoupled (AdamW) weight decay")
-    weight_decay_on: str = setting(
-        SACConfig.weight_decay_on,
-        "parameters weight decay applies to: weights (>= 2 dims: not biases nor normalisation "
-        "scales) or all")
-    adam_betas: Tuple[float, ...] = setting(SACConfig.adam_betas, "Adam's beta1 beta2")
-    alpha_adam_betas: Tuple[float, ...] = setting(
-        SACConfig.alpha_adam_betas,
-        "the temperature's Adam beta1 beta2 (none: adam_betas)")
-    adam_eps: float = setting(SACConfig.adam_eps, "Adam's epsilon")
-    log_std_min: float = setting(
-        SACConfig.log_std_min,
-        "lower bound of the policy's log standard deviation")
-    log_std_max: float = setting(
-        SACConfig.log_std_max,
-        "upper bound of the policy's log standard deviation")
-    actor_q_reduction: str = setting(
-        SACConfig.actor_q_reduction,
-        "how the actor loss combines the critics: min or mean")
-    critic_dropout: float = setting(
-        SACConfig.critic_dropout,
-        "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)")
-    critic_layer_norm: bool = setting(
-        SACConfig.critic_layer_norm,
-        "LayerNorm after each hidden layer of the critics (DroQ)")
-    critic_batch_renorm: bool = setting(
-        SACConfig.critic_batch_renorm,
-        "batch renormalisation of the critics' input and hidden layers (CrossQ)")
-    actor_batch_renorm: bool = setting(
-        SACConfig.actor_batch_renorm,
-        "batch renormalisation of the actor's input and hidden layers, in training mode in the "
-        "actor's step (CrossQ)")
-    normalize_obs: bool = setting(
-        SACConfig.normalize_obs,
-        "normalise observations by their running mean and std (kept in the agent's state and "
-        "checkpoints, applied when acting, training and in exports)")
-    image_pad: int = setting(
-        SACConfig.image_pad,
-        "with pixels: each gradient step shifts the frames by up to this many pixels (DrQ; 0: "
-        "none)")
-    encoder_tau_scale: float = setting(
-        SACConfig.encoder_tau_scale,
-        "with pixels: the target encoder's polyak rate is tau times this (DrQ: 5, 0.05 beside "
-        "the critics' 0.01)")
-    scale_rewards: bool = setting(
-        SACConfig.scale_rewards,
-        "divide rewards by the running std of the discounted return (as SB3's VecNormalize)")
-    algorithm: str = setting(SACConfig.algorithm, "the losses update trains with")
-    num_quantiles: int = setting(
-        SACConfig.num_quantiles,
-        "quantiles of the return each critic outputs (K), for an algorithm with quantile critics")
-    drop_quantiles: int = setting(
-        SACConfig.drop_quantiles,
-        "top quantiles per critic dropped from the pooled target (d; the target keeps N * (K - d) "
-        "of the N * K), for an algorithm with quantile critics")
+
+
+def _fields_of(cls, names=None) -> list:
+    """``(name, type, field)`` of a dataclass's fields (those in ``names``, if given), as
+    ``dataclasses.make_dataclass`` takes them: the same defaults, help and resolved types."""
+    hints = typing.get_type_hints(cls)
+    return [(f.name, hints[f.name], dataclasses.field(default=f.default, metadata=f.metadata))
+            for f in dataclasses.fields(cls) if names is None or f.name in names]
+
+
+class _TrainConfigMethods:
+    def __init__(self, options: Optional[dict] = None, **settings):
+        """A config from settings by flat name: the fields, and the registered variants'
+        options, given in ``options`` or beside the fields (``TrainConfig(num_quantiles=10)``);
+        ``ValueError`` naming an unknown one."""
+        fields = self.field_defaults()
+        known = registry.option_fields()
+        unknown = sorted(set(settings) - set(fields) - set(known))
+        if unknown:
+            raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(fields)}, and "
+                             f"the options {sorted(known)}")
+        for name, default in fields.items():
+            object.__setattr__(self, name, settings.get(name, default))
+        given = {**(options or {}), **{k: v for k, v in settings.items() if k in known}}
+        object.__setattr__(self, "options", given)
+        self.__post_init__()
 
     def __post_init__(self):
         # lists from a config file become tuples (SACConfig rejects other types)
         for f in dataclasses.fields(self):
             if isinstance(f.default, tuple) and isinstance(getattr(self, f.name), list):
                 object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
+        object.__setattr__(self, "options", {k: tuple(v) if isinstance(v, list) else v
+                                             for k, v in dict(self.options).items()})
         check_train_config(self)
 
     def sac_config(self, obs_dim: int, act_dim: int, policy: str = "tanh_gaussian",
@@ -258,10 +179,10 @@ class TrainConfig:
         encoder's ``image_features`` take the place of ``obs_dim`` (and a ``state_dim`` vector
         goes beside them)."""
         fields = {f.name: getattr(self, f.name) for f in AGENT_FIELDS}
-        return SACConfig(obs_dim=self.image_features if image_shape else obs_dim,
-                         act_dim=act_dim, policy=policy, device=self.device,
-                         dtype=getattr(torch, self.dtype), image_shape=image_shape,
-                         state_dim=state_dim, **fields)
+        return SACConfig.of(obs_dim=self.image_features if image_shape else obs_dim,
+                            act_dim=act_dim, policy=policy, device=self.device,
+                            dtype=getattr(torch, self.dtype), image_shape=image_shape,
+                            state_dim=state_dim, **fields, **self.options)
 
     def agent_config(self, spec) -> SACConfig:
         """The agent's SACConfig for an environment's spaces (an ``EnvSpec``)."""
@@ -281,33 +202,57 @@ class TrainConfig:
         return round(self.batch_size * self.offline_ratio)
 
     def to_dict(self) -> dict:
-        """Plain values (JSON-serialisable) by field name."""
-        return dataclasses.asdict(self)
+        """Plain values (JSON-serialisable) by flat name: the fields, then the options given."""
+        values = dataclasses.asdict(self)
+        options = values.pop("options")
+        return {**values, **options}
 
     @classmethod
     def field_defaults(cls) -> dict:
-        """Every field's default value, by name."""
-        return {f.name: f.default for f in dataclasses.fields(cls)}
+        """Every field's default value, by name (the options given: none)."""
+        return {f.name: f.default for f in dataclasses.fields(cls) if f.name != "options"}
 
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
-        """A config from plain values; unknown keys are an error."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(known)}")
+        """A config from plain values by flat name (``to_dict``'s); unknown keys are an
+        error."""
         return cls(**values)
 
 
+TrainConfig = dataclasses.make_dataclass(
+    "TrainConfig", _fields_of(RunSettings) + _fields_of(SACConfig, {f.name for f in AGENT_FIELDS})
+    + [("options", Dict[str, Any], dataclasses.field(
+        default_factory=dict, hash=False,
+        metadata={"help": "the chosen variants' options given, by name"}))],
+    bases=(_TrainConfigMethods,), frozen=True, init=False)
+TrainConfig.__module__ = __name__  # for pickling and the docs
+TrainConfig.__doc__ = """Everything a training run needs: the run's settings (``RunSettings``),
+    the agent's shared settings (``SACConfig``'s, with its defaults) and ``options``, the options
+    given of the chosen algorithm, network and encoder, by flat name (``{"num_quantiles": 10}``;
+    ``from_dict`` and ``to_dict`` take and give them beside the fields). One env step means one
+    step of each of the ``num_envs``. Invalid values raise ``ValueError`` naming the field."""
+
+
+def settings() -> Dict[str, tuple]:
+    """Every setting by flat name: ``(type, default, help)``, the ``TrainConfig`` fields then
+    the registered variants' options (the command line's flags)."""
+    hints = typing.get_type_hints(TrainConfig)
+    found = {f.name: (hints[f.name], f.default, help_text(f.name))
+             for f in dataclasses.fields(TrainConfig) if f.name != "options"}
+    for name, (field, hint, _) in registry.option_fields().items():
+        found.setdefault(name, (hint, field.default, help_text(name)))
+    return found
+
+
 def help_text(name: str) -> str:
-    """The command-line help of a ``TrainConfig`` field; the algorithms' and the networks' name
-    what is registered now."""
-    text = next(f for f in dataclasses.fields(TrainConfig) if f.name == name).metadata["help"]
-    if name == "algorithm":
-        return f"{text}, one of: {algorithm_help()}"
-    if name == "network":
-        return f"{text}, one of: {', '.join(NETWORKS)}"
-    return text
+    """The command-line help of a setting; a room's lists what is registered now, an option
+    says whose it is."""
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    if name in fields:
+        text = fields[name].metadata["help"]
+        return f"{text}, one of: {room_help(name)}" if name in ROOMS else text
+    field, _, owners = registry.option_fields()[name]
+    return f"{field.metadata['help']} ({', '.join(owners)})"
 
 
 def load_config_file(path) -> dict:

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ...batch import map_obs
-from ...encoders import prepare_images
+from ...encoders import encoder_input
 from ...networks import apply_encoder
 from ...normalize import RunningStats, normalize_obs
 from ...registry import POLICIES
@@ -54,7 +54,8 @@ class Policy(nn.Module):
         if self.encoder_names:
             encoder = {name: getattr(self, f"encoder_{i}")
                        for i, name in enumerate(self.encoder_names)}
-            obs = apply_encoder(self.static.encoder, encoder, prepare_images(obs, self.dtype))
+            obs = apply_encoder(self.static.encoder, encoder,
+                                encoder_input(self.static.config, obs, dtype=self.dtype))
         obs = _as_dtype(obs, self.dtype)
         if self.normalize:
             obs = normalize_obs({"obs": RunningStats(None, self.obs_mean, self.obs_var)}, obs)

@@ -5,7 +5,7 @@ import ast
 import dataclasses
 
 from ...state import HParams
-from ..config import TrainConfig
+from ..config import settings
 
 KINDS = {"loguniform": 2, "uniform": 2, "randint": 2, "choice": None, "grid": None}
 
@@ -29,7 +29,7 @@ class Search:
 def parse_search(text: str) -> Search:
     """``"critic_lr=loguniform(1e-4,3e-3)"`` -> ``Search("critic_lr", "loguniform", (1e-4, 3e-3))``.
     Arguments are Python literals, so ``"hidden_sizes=choice((64,64),(256,256))"`` works."""
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    fields = settings()
     usage = ("--search must look like NAME=KIND(ARGS) with KIND one of "
              f"{', '.join(KINDS)}, e.g. critic_lr=loguniform(1e-4,3e-3)")
     name, sep, spec = text.partition("=")
