@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-import funcsac  # noqa: F401  before torch, as funcsac train: MKL's kernels (funcsac.blas)
+import funcsac  # noqa: F401  before torch, as funcsac train: MKL's kernels (funcsac.platform.blas)
 import torch  # noqa: E402
 
 

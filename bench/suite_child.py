@@ -48,7 +48,7 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
 
     import funcsac
     from funcsac.driver.run.checkpoint import CHECKPOINT, load_checkpoint
-    from funcsac.presets import preset
+    from funcsac.driver.presets import preset
 
     config = funcsac.TrainConfig(**{
         **preset(algo), "env_id": task, "total_steps": budget,

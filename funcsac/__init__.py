@@ -1,20 +1,20 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
-from . import blas
+from .platform import blas
 
 if blas.requested():  # the funcsac command, or an opt-in: MKL's kernels, before torch loads
     blas.prepare()
 
-from . import encoders, keys, presets, registry
+from . import encoders, keys, registry
 from .acting import act
 from .batch import Batch, check_batch, map_obs
-from .compile import compile_update
+from .compile import compile_stored, compile_update
 from .config import SACConfig
 from .losses import (ActorOut, CriticOut, Losses, actor_loss, critic_loss, td_target,
                      temperature_loss)
-from .networks import apply_actor, apply_critic, apply_critics, apply_encoder, mlp
+from .architectures import mlp
+from .networks import apply_actor, apply_critic, apply_critics, apply_encoder
 from .optim import AdamState, adam_init, adam_update, global_norm
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
-from .stored_compile import compile_stored
 from .state import HParams, SACState, Static, check_state, init_state, reset_params
 from .utd import make_update_many, update_many
 from .registry import ALGORITHMS_BY_POLICY, Algorithm, losses_for, register
@@ -40,7 +40,7 @@ __all__ = [
 
 def __getattr__(name):
     # the driver (gymnasium, files, logging) loads only when asked for; the core never imports it
-    if name in ("train", "TrainConfig", "load", "Agent", "Report"):
+    if name in ("train", "TrainConfig", "load", "Agent", "Report", "presets"):
         from . import driver
         return getattr(driver, name)
     raise AttributeError(f"module 'funcsac' has no attribute {name!r}")

@@ -9,8 +9,9 @@ from typing import Any, Callable, Optional, Tuple
 import torch
 from torch import nn
 
-from . import encoders, networks  # noqa: F401  (the encoders and networks register themselves)
+from . import architectures, encoders  # noqa: F401  (they register themselves)
 from . import registry
+from .platform.devices import check_device
 from .registry import POLICIES, ROOMS, algorithm_of, option_names, setting, variant_of
 
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
@@ -35,12 +36,12 @@ class SACConfig:
     (``SACConfig.of(..., algorithm="tqc", num_quantiles=10)``).
 
     ``network`` chooses the default networks: ``"mlp"``, ReLU MLPs with one hidden layer per entry
-    of ``hidden_sizes`` (options ``funcsac.networks.MLPOptions``: the critic's dropout, LayerNorm
-    and batch renormalisation, the actor's batch renormalisation), or the residual networks
-    ``"simba"`` (SimBa, Lee et al. 2024) and ``"bronet"`` (BRO, Nauman et al. 2024), with one
-    residual block per entry of ``hidden_sizes``, whose entries are then all equal (the width of
-    the residual stream):
-    ``(512, 512)`` is 2 blocks of width 512 (``funcsac.networks.simba``, ``bronet``).
+    of ``hidden_sizes`` (options ``funcsac.architectures.MLPOptions``: the critic's dropout,
+    LayerNorm and batch renormalisation, the actor's batch renormalisation), or the residual
+    networks ``"simba"`` (SimBa, Lee et al. 2024) and ``"bronet"`` (BRO, Nauman et al. 2024), with
+    one residual block per entry of ``hidden_sizes``, whose entries are then all equal (the width of
+    the residual stream): ``(512, 512)`` is 2 blocks of width 512 (``funcsac.architectures.simba``,
+    ``bronet``).
     ``actor_hidden_sizes`` gives the actor other sizes than the critics (empty: ``hidden_sizes``).
 
     ``actor_factory(input_dim, act_dim, actor_hidden_sizes)`` must build a module mapping
@@ -249,45 +250,6 @@ def _check_unchosen(rest: dict, config) -> None:
             chosen = ", ".join(f"{r} {getattr(config, r)!r}" for r in ROOMS)
             raise ValueError(f"{name} is an option of {' and '.join(by)}, which this config "
                              f"does not choose ({chosen}); got {name}={value!r}")
-
-
-def check_device(device, name: str = "device") -> str:
-    """The canonical name of ``device`` (a string such as ``"cuda:1"``, or a ``torch.device``);
-    ``ValueError`` starting with ``name``, saying which devices are available, unless this torch
-    can use it."""
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"{name} {device!r} is not a torch device (such as cpu, cuda, cuda:1 "
-                         f"or mps); available: {_available_devices()}") from e
-    why = _why_unavailable(parsed)
-    if why:
-        raise ValueError(f"{name} {device!r} is not available: {why}; available: "
-                         f"{_available_devices()}")
-    return str(parsed)
-
-
-def _why_unavailable(device: torch.device) -> str:
-    """Why this torch cannot use ``device`` (not built with its kind, no such device), or ""."""
-    if device.type in ("cpu", "meta"):
-        return ""
-    kind = device.type.upper()
-    built = torch.accelerator.current_accelerator(check_available=False)
-    if built is None or built.type != device.type:
-        return f"this torch has no {kind} (torch {torch.__version__})"
-    count = torch.accelerator.device_count()
-    if count == 0:
-        return f"this torch supports {kind} but finds no {kind} device"
-    if device.index is not None and device.index >= count:
-        return f"there is no {kind} device {device.index} ({count} found)"
-    return ""
-
-
-def _available_devices() -> str:
-    """The devices this torch can use: cpu, then each accelerator device (``cuda:0``, ...)."""
-    built = torch.accelerator.current_accelerator(check_available=True)
-    count = 0 if built is None else torch.accelerator.device_count()
-    return ", ".join(["cpu"] + [f"{built.type}:{i}" for i in range(count)])
 
 
 def _require(ok: bool, field: str, message: str, value) -> None:

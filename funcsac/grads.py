@@ -7,7 +7,16 @@ from typing import Callable
 import optree
 import torch
 
-from .transforms import untransformed
+from .registry import NAMESPACE
+
+
+
+def untransformed() -> bool:
+    """True when nothing is being compiled and no function transform (``vmap``, ``grad``, ...)
+    wraps the call: the tensors seen are the caller's own, so plain autograd and batched library
+    calls give what the transforms would, for a fraction of their overhead per operation."""
+    return (not torch.compiler.is_compiling()
+            and torch._C._functorch.peek_interpreter_stack() is None)
 
 
 def _needs_transform(params, args) -> bool:
@@ -18,11 +27,12 @@ def _needs_transform(params, args) -> bool:
     if not untransformed() or torch.is_inference_mode_enabled():
         return True
     return any(isinstance(t, torch.Tensor) and t.requires_grad
-               for t in optree.tree_leaves((params, args), none_is_leaf=False))
+               for t in optree.tree_leaves((params, args), none_is_leaf=False, namespace=NAMESPACE))
 
 
 def _detached(tree):
-    return optree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, tree)
+    return optree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, tree,
+                           namespace=NAMESPACE)
 
 
 def grad_and_value(loss_fn: Callable) -> Callable:
@@ -41,7 +51,7 @@ def grad_and_value(loss_fn: Callable) -> Callable:
     def run(params, *args):
         if _needs_transform(params, args):
             return transformed(params, *args)
-        leaves, spec = optree.tree_flatten(params)
+        leaves, spec = optree.tree_flatten(params, namespace=NAMESPACE)
         with torch.enable_grad():
             live = [t.detach().requires_grad_() for t in leaves]
             loss, aux = loss_fn(optree.tree_unflatten(spec, live), *args)

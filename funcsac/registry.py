@@ -100,6 +100,9 @@ class AlgorithmTable(dict):
         super().__setitem__(name, value)
 
 
+# the optree namespace of funcsac's pytree types (``SACState``): ``optree.tree_map(f, state,
+# namespace=NAMESPACE)``
+NAMESPACE = "funcsac"
 # policy family name -> its algorithms by name
 ALGORITHMS_BY_POLICY: Dict[str, AlgorithmTable] = {}
 # policy family name -> the family (a funcsac.policy.PolicyFamily)

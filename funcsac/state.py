@@ -14,11 +14,12 @@ from torch import nn
 
 from . import keys
 from .config import SACConfig
-from .networks import (Params, build_network, cast_params, decay_mask, module_params,
+from .architectures import build_network
+from .networks import (Params, cast_params, decay_mask, module_params,
                        param_shapes, stack_params)
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
-from .registry import POLICIES, algorithm_of, variant_of
+from .registry import NAMESPACE, POLICIES, algorithm_of, variant_of
 
 
 class HParams(NamedTuple):
@@ -106,8 +107,7 @@ def _unflatten(static: Static, children) -> SACState:
     return SACState(*children, static=static)
 
 
-optree.register_pytree_node(SACState, _flatten, _unflatten,
-                            namespace=getattr(optree.registry, "__GLOBAL_NAMESPACE"))
+optree.register_pytree_node(SACState, _flatten, _unflatten, namespace=NAMESPACE)
 torch_pytree.register_pytree_node(SACState, _flatten, lambda ch, static: _unflatten(static, ch),
                                   serialized_type_name="funcsac.SACState")
 
@@ -239,8 +239,10 @@ def reset_params(state: SACState) -> SACState:
     agent from its own key. Eager only: it seeds torch's initialisers on the host.
     """
     if state.step.dim() > 0:
-        agents = [optree.tree_map(lambda x: x[i], state) for i in range(state.step.shape[0])]
-        return optree.tree_map(lambda *xs: torch.stack(xs), *map(reset_params, agents))
+        agents = [optree.tree_map(lambda x: x[i], state, namespace=NAMESPACE)
+                  for i in range(state.step.shape[0])]
+        return optree.tree_map(lambda *xs: torch.stack(xs), *map(reset_params, agents),
+                               namespace=NAMESPACE)
     key, k_reset = keys.split(state.key, 2)
     high, low = k_reset.tolist()
     fresh = init_state(state.config, seed=(high << 32) | low)

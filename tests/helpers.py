@@ -109,7 +109,7 @@ def assert_compiled_equals_eager(cfg, batch_for, steps: int, rtol: float, atol: 
             eager_state, eager_metrics = funcsac.update(eager_state, batch)
             compiled_state, compiled_metrics = compiled(compiled_state, batch)
             optree.tree_map(close, (compiled_state, compiled_metrics),
-                            (eager_state, eager_metrics))
+                            (eager_state, eager_metrics), namespace="funcsac")
     return compiled_state
 
 
@@ -136,9 +136,9 @@ def assert_vmap_equals_loop(cfg, batch_for, agents: int = 3) -> None:
     tol = reordered(cfg.dtype)
     states = [funcsac.init_state(cfg, seed=s) for s in range(agents)]
     batches = [batch_for(10 + s) for s in range(agents)]
-    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
+    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs, namespace="funcsac")  # noqa: E731
     together, metrics = torch.func.vmap(funcsac.update)(stack(states), stack(batches))
     for i, (s, b) in enumerate(zip(states, batches)):
         alone, alone_metrics = funcsac.update(s, b)
         optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, **tol),
-                        (together, metrics), (alone, alone_metrics))
+                        (together, metrics), (alone, alone_metrics), namespace="funcsac")

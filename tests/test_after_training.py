@@ -1,5 +1,6 @@
 """After training: loading a run, evaluating and recording it, callbacks that stop a run, new
 hyperparameter values on resume, and the W&B logger."""
+import logging
 import dataclasses
 import glob
 import os
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.cli import main
+from funcsac.driver.cli import main
 from funcsac.driver.run.agents import select
 from helpers import TINY, eval_rows, reordered
 
@@ -142,13 +143,14 @@ def test_a_callback_stops_the_run_and_resume_finishes_it(tmp_path):
         assert torch.equal(x, y)
 
 
-def test_resume_takes_new_dynamic_hyperparameters(tmp_path, capsys):
+def test_resume_takes_new_dynamic_hyperparameters(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="funcsac")
     cfg = dataclasses.replace(RUN, total_steps=300, eval_every=0, num_seeds=2,
                               sweep="tau=0.01,0.02")
     funcsac.train(cfg, tmp_path)
     more = dataclasses.replace(cfg, total_steps=400, critic_lr=3e-4, gamma=0.9, tau=0.5)
     result = funcsac.train(more, tmp_path, resume=True)
-    assert "critic_lr 0.001 -> 0.0003" in capsys.readouterr().out
+    assert "critic_lr 0.001 -> 0.0003" in caplog.text
     hp = result.state.hparams
     torch.testing.assert_close(hp.critic_lr, torch.full((4,), 3e-4))
     torch.testing.assert_close(hp.gamma, torch.full((4,), 0.9))

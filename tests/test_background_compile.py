@@ -2,6 +2,7 @@
 it: the child builds exactly the run's step (the same store key), the run switches when the child
 is done, compiles in its own process when the child fails, and a run shorter than the compile
 ends eagerly, with an eager run's numbers, and stops the child."""
+import logging
 import sys
 import time
 
@@ -12,13 +13,13 @@ import torch
 import funcsac
 from funcsac.driver.run import learner
 from funcsac.driver.envs.spec import EnvSpec
-from funcsac.stored_compile import artifact_path
+from funcsac.compile.stored import artifact_path
 from helpers import TINY, eval_rows
 
 # a background compile builds into the store, which serves one torch release
-pytestmark = pytest.mark.skipif(funcsac.stored_compile._other_torch() is not None,
+pytestmark = pytest.mark.skipif(funcsac.compile.stored._other_torch() is not None,
                                 reason="the compile store is written for torch "
-                                f"{funcsac.stored_compile.STORE_TORCH}")
+                                f"{funcsac.compile.stored.STORE_TORCH}")
 SPEC = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
 NAME = "update-agents1"  # the store name of a one-agent run's update
 DISCRETE = EnvSpec(4, 2, np.array([0.0]), np.array([1.0]), "int64", discrete=True)
@@ -92,13 +93,14 @@ def _step(monkeypatch, tmp_path, after: float, status: int):
     return step, fns[NAME], compiled
 
 
-def test_eager_until_the_child_is_done_then_compiled(monkeypatch, tmp_path, capsys):
+def test_eager_until_the_child_is_done_then_compiled(monkeypatch, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="funcsac")
     step, eager, compiled = _step(monkeypatch, tmp_path, after=0.3, status=0)
     assert not step.due() and step.function(NAME) is eager and not compiled
     time.sleep(0.4)
     assert step.due()
     assert step.function(NAME)() == "compiled" and compiled == [NAME]
-    assert "compiled in the background" in capsys.readouterr().out
+    assert "compiled in the background" in caplog.text
     assert not step.due() and step.function(NAME)() == "compiled" and len(compiled) == 1
 
 

@@ -9,7 +9,7 @@ import torch
 
 import funcsac
 import toy_envs  # noqa: F401  (registers the funcsac-test/ envs)
-from funcsac.cli import main
+from funcsac.driver.cli import main
 from funcsac.driver.config import settings
 from funcsac.driver.run.checkpoint import CheckpointError, load_checkpoint
 from helpers import make_batch, small_config

@@ -54,11 +54,11 @@ def _kill_parent_and_time_child(parent: subprocess.Popen, child: int) -> float:
     return time.monotonic() - start
 
 
-SLEEPER = ("from funcsac.children import watch_parent; watch_parent(0.2); "
+SLEEPER = ("from funcsac.platform.children import watch_parent; watch_parent(0.2); "
            "import time; time.sleep(120)")
 PARENT = """
 import sys, time
-from funcsac import children
+from funcsac.platform import children
 if {watcher_only}:
     children._prctl = lambda: None  # as on a system without PR_SET_PDEATHSIG
 children.start_child([sys.executable, "-c", {sleeper!r}])
@@ -108,3 +108,4 @@ def test_the_background_compile_ends_with_its_killed_run(tmp_path):
     finally:
         parent.kill()
     assert not list(store.glob("*.pt2"))
+

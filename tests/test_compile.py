@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.stored_compile import artifact_path, compile_stored
+from funcsac.compile.stored import artifact_path, compile_stored
 from helpers import make_batch, small_config
 
 CFG = small_config(num_critics=3, num_target_critics=2, policy_delay=2, target_update_every=2)
@@ -17,7 +17,7 @@ def compiled_update():
 
 
 def _assert_trees_close(a, b, **tol):
-    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, **tol), a, b)
+    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, **tol), a, b, namespace="funcsac")
 
 
 def test_compiled_equals_eager_after_1_and_100_steps_without_recompile(compiled_update):
@@ -43,10 +43,10 @@ def test_compiled_equals_eager_after_1_and_100_steps_without_recompile(compiled_
 def test_compiled_update_does_not_mutate_inputs(compiled_update):
     state = funcsac.init_state(CFG, seed=1)
     batch = make_batch(CFG)
-    before = optree.tree_map(torch.clone, (state, batch))
+    before = optree.tree_map(torch.clone, (state, batch), namespace="funcsac")
     compiled_update(state, batch)
     optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=0, atol=0), (state, batch),
-                    before)
+                    before, namespace="funcsac")
 
 
 @pytest.mark.slow  # max-autotune times every GEMM template: a minute of compiling on a CPU
@@ -66,7 +66,7 @@ def test_reduce_overhead_feeds_outputs_back_safely():
     eager = compiled = funcsac.init_state(cfg, seed=0)
     for i in range(5):
         batch = make_batch(cfg, seed=i)
-        batch = optree.tree_map(lambda x: x.cuda(), batch)
+        batch = optree.tree_map(lambda x: x.cuda(), batch, namespace="funcsac")
         eager, _ = funcsac.update(eager, batch)
         compiled, _ = step(compiled, batch)
     _assert_trees_close(compiled, eager, rtol=1e-4, atol=1e-5)

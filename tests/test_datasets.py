@@ -1,4 +1,5 @@
 """Offline datasets: funcsac's .npz files, local Minari datasets, their checks, and `collect`."""
+import logging
 import subprocess
 import sys
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.cli import main
+from funcsac.driver.cli import main
 from funcsac.driver.tools.collect import collect
 from funcsac.driver.replay.datasets import (Transitions, load_dataset, save_dataset,
                                      to_policy_actions)
@@ -177,9 +178,10 @@ def test_a_minari_dataset_of_dict_observations_is_refused(tmp_path, monkeypatch)
 
 
 def test_collect_records_episodes_in_bounds_and_repeats_with_its_seed(run_dir, tmp_path,
-                                                                      capsys):
+                                                                      caplog):
+    caplog.set_level(logging.INFO, logger="funcsac")
     t = collect(run_dir, 450, tmp_path / "a", noise=0.3, seed=4)
-    out = capsys.readouterr().out
+    out = caplog.text
     assert "450 steps in 3 episode(s)" in out and "of the 2 finished" in out
     loaded = load_dataset(tmp_path / "a.npz", PENDULUM)
     assert all(np.array_equal(x, y) for x, y in zip(t, loaded)) and len(loaded.obs) == 450

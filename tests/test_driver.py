@@ -8,7 +8,7 @@ import torch
 
 import funcsac
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
-from funcsac.cli import main
+from funcsac.driver.cli import main
 from funcsac.driver.run import collector, loop, recorder
 from funcsac.driver.replay.buffer import ReplayBuffer
 from funcsac.driver.run.checkpoint import load_checkpoint
@@ -273,7 +273,7 @@ def test_envs_are_closed_when_a_run_fails(tmp_path, monkeypatch):
 
 
 def test_csv_truncation_is_atomic(tmp_path, monkeypatch):
-    from funcsac.driver import atomic
+    from funcsac.platform import files as atomic
     from funcsac.driver.run.logs import CsvLog
     log = CsvLog(tmp_path / "m.csv", ["step", "x"])
     for s in range(5):

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import funcsac
-from funcsac.cli import main
+from funcsac.driver.cli import main
 from funcsac.driver.run.agents import stack
 from funcsac.driver.tools.export import export_policy, policy_module
 from helpers import TINY, reordered

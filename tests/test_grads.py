@@ -96,8 +96,8 @@ def test_dropout_batch_renorm_and_custom_layers_keep_the_vmapped_ensemble(monkey
         def forward(self, x):
             return 2 * x
 
-    nets = [funcsac.networks.mlp(7, 1, (4,), dropout=0.1),
-            funcsac.networks.mlp(7, 1, (4,), batch_renorm=True),
+    nets = [funcsac.architectures.mlp(7, 1, (4,), dropout=0.1),
+            funcsac.architectures.mlp(7, 1, (4,), batch_renorm=True),
             torch.nn.Sequential(torch.nn.Linear(7, 4), Scale(), torch.nn.Linear(4, 1))]
     calls = []
     real = networks.map_critics
@@ -127,5 +127,6 @@ def test_eager_update_outside_transforms_equals_the_update_through_torch_func(mo
     monkeypatch.setattr(grads, "untransformed", lambda: False)
     monkeypatch.setattr(networks, "untransformed", lambda: False)
     slow = _updates(cfg)
-    for a, b in zip(optree.tree_leaves(fast), optree.tree_leaves(slow)):
+    for a, b in zip(optree.tree_leaves(fast, namespace="funcsac"),
+                    optree.tree_leaves(slow, namespace="funcsac")):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -35,11 +35,11 @@ def test_vmapped_observe_keeps_each_agents_statistics_like_a_loop():
     obs = torch.randn(3, 8, 5, generator=g, dtype=torch.float64) * scale
     returns = torch.randn(3, 8, generator=g, dtype=torch.float64)
     mask = torch.rand(3, 8, generator=g) < 0.6
-    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
+    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs, namespace="funcsac")  # noqa: E731
     vmapped = torch.func.vmap(observe)(stack(states), obs, returns, mask)
     looped = stack([observe(s, o, r, m) for s, o, r, m in zip(states, obs, returns, mask)])
     optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12),
-                    vmapped.norm, looped.norm)
+                    vmapped.norm, looped.norm, namespace="funcsac")
     assert not torch.allclose(vmapped.norm["obs"].var[0], vmapped.norm["obs"].var[2])
 
 
@@ -66,7 +66,7 @@ def test_update_and_act_see_hand_normalised_inputs():
     new, metrics = funcsac.update(state, batch)
     expected, expected_metrics = funcsac.update(plain, by_hand)
     optree.tree_map(torch.testing.assert_close, (new.actor, new.critic, metrics),
-                    (expected.actor, expected.critic, expected_metrics))
+                    (expected.actor, expected.critic, expected_metrics), namespace="funcsac")
     assert torch.equal(new.norm["obs"].mean, obs_s.mean)  # update leaves the statistics alone
     torch.testing.assert_close(funcsac.act(state, batch.obs), funcsac.act(plain, norm(batch.obs)))
 

@@ -101,10 +101,10 @@ def test_update_with_aux_returns_td_errors_vmapped_like_a_loop():
         horizon=torch.randint(1, 4, (32,), generator=g).double(),
         weight=torch.rand(32, generator=g, dtype=torch.float64)) for s in (0, 1)]
     looped = [funcsac.update_with_aux(s, b) for s, b in zip(states, batches)]
-    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs)  # noqa: E731
+    stack = lambda xs: optree.tree_map(lambda *x: torch.stack(x), *xs, namespace="funcsac")  # noqa: E731
     vmapped = torch.func.vmap(funcsac.update_with_aux)(stack(states), stack(batches))
     optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, **reordered()),
-                    vmapped, stack(looped))
+                    vmapped, stack(looped), namespace="funcsac")
     # the TD error is the mean over the critics of |Q_i(s, a) - target| before the step
     state, batch = states[0], batches[0]
     _, k_target, _, _ = funcsac.keys.split(state.key, 4)
@@ -113,7 +113,7 @@ def test_update_with_aux_returns_td_errors_vmapped_like_a_loop():
     torch.testing.assert_close(looped[0][2]["td_error"], expected)
     # and the state and metrics are those of update (which weighs and bootstraps the same way)
     plain = funcsac.update(state, batch)
-    optree.tree_map(torch.testing.assert_close, looped[0][:2], plain)
+    optree.tree_map(torch.testing.assert_close, looped[0][:2], plain, namespace="funcsac")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -136,7 +136,7 @@ def test_compiled_update_with_aux_equals_eager(backend):
             compiled_state, compiled_m, compiled_aux = compiled(compiled_state, batch)
             optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5),
                             (compiled_state, compiled_m, compiled_aux),
-                            (eager_state, eager_m, eager_aux))
+                            (eager_state, eager_m, eager_aux), namespace="funcsac")
 
 
 def test_prioritized_buffer_draws_by_priority_and_weighs_by_hand():

@@ -8,14 +8,14 @@ import torch
 
 import funcsac
 from funcsac import keys
-from funcsac.cli import _train_config, build_parser, main
+from funcsac.driver.cli import _train_config, build_parser, main
 from funcsac.driver.run import loop
 from funcsac.driver.tools.collect import collect
 from funcsac.driver.replay.datasets import (Transitions, load_dataset, save_dataset,
                                              to_policy_actions)
 from funcsac.driver.envs.spec import EnvSpec
 from funcsac.driver.run.rundir import run_files
-from funcsac.presets import preset
+from funcsac.driver.presets import preset
 from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
 
 PENDULUM = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))

@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent("""
     for name in OPTIONAL:
         sys.modules[name] = None
     import funcsac
-    from funcsac.cli import main
+    from funcsac.driver.cli import main
 
     def run(argv):
         err = io.StringIO()

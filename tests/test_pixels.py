@@ -186,7 +186,7 @@ def test_settings_a_pixels_run_cannot_take_are_refused(overrides, field):
 
 
 def test_the_drq_preset_trains_from_pixels_at_drqs_sizes(tmp_path):
-    from funcsac.cli import _train_config, build_parser
+    from funcsac.driver.cli import _train_config, build_parser
     args = build_parser().parse_args(["train", "--run-dir", str(tmp_path), "--preset", "drq"])
     cfg = _train_config(args)
     assert cfg.pixels and (cfg.image_size, cfg.frame_stack, cfg.image_features) == (84, 3, 50)

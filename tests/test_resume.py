@@ -9,7 +9,7 @@ import torch
 
 import funcsac
 import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
-from funcsac.cli import main
+from funcsac.driver.cli import main
 from funcsac.driver.run import checkpoint as checkpoint_module
 from funcsac.driver.run.checkpoint import load_checkpoint
 from helpers import TINY, assert_states_equal, crash_at_eval, eval_rows

@@ -87,7 +87,7 @@ def test_compiled_simba_update_equals_eager_without_recompile(backend):
 
 
 def _stack(*trees):
-    return optree.tree_map(lambda *x: torch.stack(x), *trees)
+    return optree.tree_map(lambda *x: torch.stack(x), *trees, namespace="funcsac")
 
 
 @pytest.mark.parametrize("cfg", [SIMBA, BRONET], ids=["simba", "bronet"])
@@ -98,7 +98,7 @@ def test_vmapped_agents_equal_a_loop(cfg):
     for i, (state, b) in enumerate(zip(states, batches)):
         expected, _ = funcsac.update_many(state, b)
         optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, **reordered(cfg.dtype)),
-                        stacked, expected)
+                        stacked, expected, namespace="funcsac")
 
 
 # -- resets ----------------------------------------------------------------------------------
@@ -110,7 +110,8 @@ def _trained(cfg, seed, steps=3):
 
 
 def _differs(a, b) -> bool:
-    return any(not torch.equal(x, y) for x, y in zip(optree.tree_leaves(a), optree.tree_leaves(b)))
+    return any(not torch.equal(x, y) for x, y in zip(optree.tree_leaves(a, namespace="funcsac"),
+                                                     optree.tree_leaves(b, namespace="funcsac")))
 
 
 def test_reset_draws_new_networks_from_the_state_deterministically():
@@ -135,7 +136,8 @@ def test_reset_of_stacked_agents_gives_each_its_own_networks():
     agents = [_trained(BRONET, seed=s) for s in range(2)]
     stacked = funcsac.reset_params(_stack(*agents))
     assert_states_equal(stacked, _stack(*map(funcsac.reset_params, agents)))
-    first, second = (optree.tree_map(lambda x: x[i], stacked) for i in range(2))
+    first, second = (optree.tree_map(lambda x: x[i], stacked, namespace="funcsac")
+                     for i in range(2))
     assert _differs(first.actor, second.actor) and _differs(first.critic, second.critic)
 
 

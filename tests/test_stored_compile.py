@@ -19,14 +19,14 @@ import torch.utils._pytree as pytree
 import funcsac
 from funcsac.driver.run.agents import stack, vmap_agents
 import torch.utils._cxx_pytree as cxx_pytree
-from funcsac.stored_compile import (_output_structure, _with_static, artifact_key, compile_stored,
-                                    store_dir, store_key)
+from funcsac.compile.store import store_dir, store_key
+from funcsac.compile.stored import _output_structure, _with_static, artifact_key, compile_stored
 from helpers import TINY, eval_rows, make_batch, small_config
 
 # the store serves one torch release (STORE_TORCH); another compiles with torch.compile
-pytestmark = pytest.mark.skipif(funcsac.stored_compile._other_torch() is not None,
+pytestmark = pytest.mark.skipif(funcsac.compile.stored._other_torch() is not None,
                                 reason="the compile store is written for torch "
-                                f"{funcsac.stored_compile.STORE_TORCH}")
+                                f"{funcsac.compile.stored.STORE_TORCH}")
 
 CFG = small_config(policy_delay=2)
 
@@ -359,7 +359,7 @@ def test_the_store_drops_what_is_old_or_beyond_its_size_and_stale_build_folders(
     for name, age in (("update-x.pt2.abc.tmp", 2), ("update-y.pt2.def.tmp", 0.1)):
         (tmp_path / name).write_bytes(b"half")  # a killed writer's; one being written
         os.utime(tmp_path / name, (now - age * day,) * 2)
-    removed = funcsac.stored_compile.prune_store(tmp_path, keep=just, now=now, max_bytes=100)
+    removed = funcsac.compile.store.prune_store(tmp_path, keep=just, now=now, max_bytes=100)
     assert set(removed) == {old, big, tmp_path / ".update-old-a", tmp_path / ".update-kept-stale",
                             tmp_path / ".update-gone-x", tmp_path / "update-x.pt2.abc.tmp"}
     assert sorted(p.name for p in tmp_path.iterdir()) == [

@@ -59,8 +59,8 @@ def _act(seed, calls=50):
 
 
 def _assert_equal_trees(a, b):
-    la, sa = optree.tree_flatten(a)
-    lb, sb = optree.tree_flatten(b)
+    la, sa = optree.tree_flatten(a, namespace="funcsac")
+    lb, sb = optree.tree_flatten(b, namespace="funcsac")
     assert sa == sb and all(torch.equal(x, y) for x, y in zip(la, lb))
 
 
@@ -95,4 +95,4 @@ def test_compiled_and_eager_updates_in_threads_at_once(frequent_switches):
     _assert_equal_trees(eager, _train(2))
     for state, seed in zip(got, (1, 4)):
         optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5),
-                        state, _train(seed))
+                        state, _train(seed), namespace="funcsac")

@@ -8,7 +8,7 @@ import torch
 
 import funcsac
 from funcsac import keys, tqc
-from funcsac.cli import main
+from funcsac.driver.cli import main
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      crash_then_resume, make_batch, small_config,
                      with_horizons_and_weights)
@@ -23,11 +23,11 @@ def _tqc(**overrides):
 
 
 def _stack(*trees):
-    return optree.tree_map(lambda *x: torch.stack(x), *trees)
+    return optree.tree_map(lambda *x: torch.stack(x), *trees, namespace="funcsac")
 
 
 def _assert_trees_close(a, b, **tol):
-    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, **tol), a, b)
+    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, **tol), a, b, namespace="funcsac")
 
 
 def test_quantile_huber_by_hand():
@@ -144,8 +144,8 @@ def test_vmapped_agents_equal_a_loop():
     for s, (state, agent_batches) in enumerate(zip(states, batches)):
         for b in agent_batches:
             state, m, a = funcsac.update_with_aux(state, b)
-        _assert_trees_close(optree.tree_map(lambda x: x[s], (stacked, metrics, aux)),
-                            (state, m, a), rtol=1e-5, atol=1e-6)
+        mine = optree.tree_map(lambda x: x[s], (stacked, metrics, aux), namespace="funcsac")
+        _assert_trees_close(mine, (state, m, a), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("field,value,match", [

@@ -9,7 +9,7 @@ import pytest
 from torch import nn
 
 import funcsac
-from funcsac.cli import _train_config, build_parser
+from funcsac.driver.cli import _train_config, build_parser
 from funcsac.config import SACConfig
 from funcsac.driver.config import AGENT_FIELDS, TrainConfig, help_text, settings
 from funcsac.registry import NETWORKS, Network, register, setting

@@ -25,7 +25,7 @@ def test_batch_norm_critic_trains_and_keeps_its_buffers(compiled):
     assert state.critic["1.num_batches_tracked"].dtype == torch.int64
     assert set(state.critic_opt.mu) == set(state.critic) - set(BUFFERS)
     assert set(state.static.critic_trainable) == set(state.critic_opt.nu)
-    before = optree.tree_map(torch.clone, state)
+    before = optree.tree_map(torch.clone, state, namespace="funcsac")
     step = funcsac.update
     if compiled:
         torch._dynamo.reset()

@@ -12,7 +12,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import funcsac  # noqa: E402
-from funcsac.cli import main  # noqa: E402
+from funcsac.driver.cli import main  # noqa: E402
 from funcsac.driver.tools.search import parse_search  # noqa: E402
 from funcsac.driver.tools.tune import TuneSettings, load_settings, run_tune, trial_config  # noqa: E402
 

@@ -14,7 +14,7 @@ DROQ = small_config(num_critics=2, critic_dropout=0.2, critic_layer_norm=True, p
 
 
 def _stack(*trees):
-    return optree.tree_map(lambda *x: torch.stack(x), *trees)
+    return optree.tree_map(lambda *x: torch.stack(x), *trees, namespace="funcsac")
 
 
 def _sequential(state, batches):
@@ -46,7 +46,8 @@ def test_update_many_runs_critic_blocks_then_one_actor_step(compiled):
     new, metrics = many(state, _stack(*batches))
     expected, last = _rlpd_order(state, batches)
     tol = dict(rtol=1e-5, atol=1e-6) if compiled else dict(rtol=0, atol=0)
-    optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, **tol), new, expected)
+    optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, **tol), new, expected,
+                    namespace="funcsac")
     assert metrics["critic_loss"].shape == (4,) and metrics["actor_loss"].shape == (2,)
     for name in funcsac.METRIC_NAMES:
         torch.testing.assert_close(metrics[name][-1], last[name], **tol)
@@ -64,7 +65,7 @@ def test_update_many_without_a_delay_is_sequential_updates():
         new, metrics = funcsac.update_many(state, _stack(*batches))
         expected, last = _sequential(state, batches)
         optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, rtol=0, atol=0), new,
-                        expected)
+                        expected, namespace="funcsac")
         assert metrics["actor_loss"].shape == (utd,)
 
 
@@ -100,7 +101,7 @@ def test_droq_vmapped_over_seeds_equals_loop():
     for i, (s, b) in enumerate(zip(states, batches)):
         expected, _ = _rlpd_order(s, b)
         optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, **reordered(DROQ.dtype)),
-                        stacked, expected)
+                        stacked, expected, namespace="funcsac")
 
 
 def test_compiled_steps_accept_a_new_batch_size():

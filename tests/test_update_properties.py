@@ -8,15 +8,15 @@ from helpers import make_batch, reordered, small_config
 
 
 def _equal_trees(a, b):
-    la, sa = optree.tree_flatten(a)
-    lb, sb = optree.tree_flatten(b)
+    la, sa = optree.tree_flatten(a, namespace="funcsac")
+    lb, sb = optree.tree_flatten(b, namespace="funcsac")
     return sa == sb and all(torch.equal(x, y) for x, y in zip(la, lb))
 
 
 def test_state_is_a_pytree_with_static_metadata():
     cfg = small_config(num_critics=3)
     state = funcsac.init_state(cfg, seed=0)
-    leaves, spec = optree.tree_flatten(state)
+    leaves, spec = optree.tree_flatten(state, namespace="funcsac")
     assert all(isinstance(x, torch.Tensor) for x in leaves)
     assert state.critic["0.weight"].shape == (3, 16, 5 + 2)
     rebuilt = optree.tree_unflatten(spec, leaves)
@@ -30,8 +30,8 @@ def test_update_is_pure_and_deterministic():
     cfg = small_config(num_critics=3, policy_delay=2)
     state = funcsac.init_state(cfg, seed=0)
     batch = make_batch(cfg)
-    state_copy = optree.tree_map(torch.clone, state)
-    batch_copy = optree.tree_map(torch.clone, batch)
+    state_copy = optree.tree_map(torch.clone, state, namespace="funcsac")
+    batch_copy = optree.tree_map(torch.clone, batch, namespace="funcsac")
     out1 = funcsac.update(state, batch)
     assert _equal_trees(state, state_copy) and _equal_trees(batch, batch_copy)
     out2 = funcsac.update(state, batch)
@@ -58,17 +58,17 @@ def test_vmap_over_seeds_equals_loop():
     cfg = small_config(num_critics=3, num_target_critics=2, policy_delay=2)
     states = [funcsac.init_state(cfg, seed=s) for s in range(4)]
     batches = [make_batch(cfg, seed=s) for s in range(4)]
-    stacked = optree.tree_map(lambda *x: torch.stack(x), *states)
-    stacked_batch = optree.tree_map(lambda *x: torch.stack(x), *batches)
+    stacked = optree.tree_map(lambda *x: torch.stack(x), *states, namespace="funcsac")
+    stacked_batch = optree.tree_map(lambda *x: torch.stack(x), *batches, namespace="funcsac")
     step = torch.func.vmap(funcsac.update)
     for _ in range(3):
         stacked, metrics = step(stacked, stacked_batch)
         outs = [funcsac.update(s, b) for s, b in zip(states, batches)]
         states = [o[0] for o in outs]
     for i, s in enumerate(states):
-        mine = optree.tree_map(lambda x: x[i], stacked)
+        mine = optree.tree_map(lambda x: x[i], stacked, namespace="funcsac")
         optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, **reordered(cfg.dtype)), mine,
-                        s)
+                        s, namespace="funcsac")
         torch.testing.assert_close(metrics["critic_loss"][i], outs[i][1]["critic_loss"],
                                    **reordered(cfg.dtype))
 

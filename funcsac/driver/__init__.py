@@ -5,7 +5,8 @@ from .envs.state import register_env_state
 from .tools.evaluate import EvalResult, evaluate_agent
 from .tools.load import Agent, load
 from .run.loop import TrainResult, train
+from . import presets
 from .tools.plot import plot_runs
 
 __all__ = ["TrainConfig", "TrainResult", "train", "plot_runs", "register_env_state", "Report",
-           "EvalResult", "evaluate_agent", "Agent", "load"]
+           "EvalResult", "evaluate_agent", "Agent", "load", "presets"]

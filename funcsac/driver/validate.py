@@ -1,7 +1,7 @@
 """Checks of a ``TrainConfig``'s run settings (its agent fields are checked by ``SACConfig``)."""
 from __future__ import annotations
 
-from ..config import check_device
+from ..platform.devices import check_device
 from .run.agents import parse_sweep
 
 

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from ..atomic import write_atomically
+from ...platform.files import write_atomically
 from .buffer import ReplayBuffer
 from ..envs.spec import EnvSpec, check_spaces
 from .nstep import NStepQueue

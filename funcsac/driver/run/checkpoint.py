@@ -6,8 +6,9 @@ from pathlib import Path
 import optree
 import torch
 
+from ...registry import NAMESPACE
 from ...state import SACState
-from ..atomic import write_atomically
+from ...platform.files import write_atomically
 
 CHECKPOINT = "checkpoint.pt"  # the file name of a run's checkpoint in its run directory
 FORMAT = "funcsac-run-checkpoint"
@@ -54,12 +55,12 @@ def load_checkpoint(path: Path) -> dict:
 
 def state_leaves(state: SACState) -> list:
     """The state's tensors on the CPU, in pytree order."""
-    return [x.detach().cpu() for x in optree.tree_leaves(state)]
+    return [x.detach().cpu() for x in optree.tree_leaves(state, namespace=NAMESPACE)]
 
 
 def restore_state(template: SACState, leaves: list) -> SACState:
     """``template``'s structure filled with checkpointed tensors (shapes and dtypes checked)."""
-    expected, spec = optree.tree_flatten(template)
+    expected, spec = optree.tree_flatten(template, namespace=NAMESPACE)
     if len(leaves) != len(expected):
         raise CheckpointError(f"checkpointed agent has {len(leaves)} tensors, this config needs "
                               f"{len(expected)}")

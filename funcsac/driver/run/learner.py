@@ -31,17 +31,18 @@ import torch
 
 from ...registry import POLICIES, algorithm_of
 from ...state import SACConfig, SACState, init_state
-from ...stored_compile import artifact_path, compile_stored
+from ...compile.stored import artifact_path, compile_stored
 from ...updates import update, update_with_aux
 from ...utd import make_update_many
 from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
 from ..replay.buffer import ReplayBuffer, row_shapes
 from ..replay.frames import FrameStacks
-from ...children import start_child, watch_parent
+from ...platform.children import start_child, watch_parent
 from ..config import TrainConfig
 from ..envs.spec import EnvSpec
 from ..replay.sampling import sample_batches
 from .seeds import AgentSeeds
+from .status import LOGGER
 
 MISMATCH = 3  # the child's exit status when its step's store key is not the run's
 CHILD = "import sys; from funcsac.driver.run.learner import main; sys.exit(main(sys.argv[1]))"
@@ -155,8 +156,8 @@ class CompiledStep:
             warnings.warn(f"the background compile of {self.name} {why}; compiling it in this "
                           "process", stacklevel=4)
         elif self.child is not None:
-            print(f"funcsac: {self.name} compiled in the background in "
-                  f"{time.perf_counter() - self.started:.1f} s; the run goes on compiled")
+            LOGGER.info(f"{self.name} compiled in the background in "
+                        f"{time.perf_counter() - self.started:.1f} s; the run goes on compiled")
         self._end_child()
         self.compiled = {name: compile_stored(fn, self.args, name)
                          for name, fn in self.eager.items()}

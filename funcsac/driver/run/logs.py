@@ -10,7 +10,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ..atomic import write_atomically
+from ...platform.files import write_atomically
 
 EVAL_COLUMNS = ["step", "return_mean", "return_std", "episode_length_mean"]
 PHASES = ("compile", "collect", "update", "eval", "checkpoint")

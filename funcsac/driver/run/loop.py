@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ... import keys
-from ...machine import numerics, numerics_differences
+from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
 from ...state import SACState, reset_params
 from ..config import TrainConfig
@@ -46,6 +46,7 @@ from .progress import Progress, crossed
 from .recorder import Recorder
 from .resume import check_resumable, retune, start_fresh_episodes
 from .rundir import prepare_run_dir, writing_to
+from .status import LOGGER, showing_status
 from .seeds import AgentSeeds
 
 
@@ -254,7 +255,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
     (``TrainResult.stopped_early``) and can be resumed.
     """
     run_dir = Path(run_dir)
-    with _StopFlag() as stop, _run_settings(), writing_to(run_dir):
+    with showing_status(), _StopFlag() as stop, _run_settings(), writing_to(run_dir):
         payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
         if payload is not None:
             check_resumable(config, payload)
@@ -279,10 +280,12 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
             run.close()
     p, stopped_early = run.progress, run.recorder.stopped
     final = np.mean([e.return_mean for e in p.evals[-len(run.agents):]])
-    stopped = "\nfuncsac: stopped by a callback; continue with --resume" if stopped_early else ""
     steps = (f"{p.env_step} env steps" if config.action_repeat == 1 else
              f"{p.env_step} agent steps ({p.env_step * config.action_repeat} env steps)")
-    print(f"funcsac: {steps} x {len(run.agents)} agent(s), {p.updates} updates "
-          f"each in {time.perf_counter() - run.start:.1f} s; final eval return {final:.1f}\n"
-          f"{run.timings.summary()}{stopped}")
+    with showing_status():
+        LOGGER.info(f"{steps} x {len(run.agents)} agent(s), {p.updates} updates each in "
+                    f"{time.perf_counter() - run.start:.1f} s; final eval return {final:.1f}\n"
+                    f"{run.timings.summary()}")
+        if stopped_early:
+            LOGGER.info("stopped by a callback; continue with --resume")
     return TrainResult(run.state, p.evals, stopped_early)

@@ -13,6 +13,7 @@ from ..envs.state import unsaveable_envs
 from .agents import parse_sweep
 from .checkpoint import CheckpointError
 from .seeds import fresh_episode_seed
+from .status import LOGGER
 
 PAYLOAD_KEYS = {"config", "agent", "buffers", "progress", "envs"}
 
@@ -46,7 +47,7 @@ def retune(state: SACState, config: TrainConfig, saved: dict, spec) -> tuple:
     changed = {k: getattr(new, k) for k in HParams._fields
                if k != swept and getattr(old, k) != getattr(new, k)}
     if changed:
-        print("funcsac: resumed with " + ", ".join(
+        LOGGER.info("resumed with " + ", ".join(
             f"{k} {getattr(old, k)} -> {v}" for k, v in changed.items()))
     hp = state.hparams
     return state.replace(hparams=hp._replace(

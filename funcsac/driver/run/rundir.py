@@ -5,6 +5,8 @@ import contextlib
 import time
 from pathlib import Path
 
+from .status import LOGGER
+
 RUN_FILES = ("config.json", "checkpoint.pt", "metrics.csv", "eval.csv", "replay")
 
 
@@ -36,7 +38,7 @@ def prepare_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
                              "run aside to RUN_DIR.old-TIMESTAMP)")
         aside = _aside(run_dir)
         run_dir.rename(aside)
-        print(f"funcsac: moved the previous run in {run_dir} to {aside}")
+        LOGGER.info(f"moved the previous run in {run_dir} to {aside}")
     run_dir.mkdir(parents=True, exist_ok=True)
 
 

@@ -13,6 +13,7 @@ from ..replay.datasets import Transitions, npz_path, save_dataset
 from ..envs.step import check_finite, step_env
 from ..envs.make import make_eval_env
 from ..envs.spec import scale_action
+from ..run.status import LOGGER, showing_status
 from .load import load
 
 
@@ -77,6 +78,7 @@ def collect(run_dir: Union[str, Path], steps: int, out: Union[str, Path], noise:
     ends = int((transitions.terminated | transitions.truncated).sum())
     mean = f"mean return {np.mean(returns):.2f} of the {len(returns)} finished" if returns else (
         "none finished")
-    print(f"collected {steps} steps in {ends} episode(s) ({mean}) with agent {agent_index} of "
-          f"{run_dir}; wrote {path}")
+    with showing_status():
+        LOGGER.info(f"collected {steps} steps in {ends} episode(s) ({mean}) with agent "
+                    f"{agent_index} of {run_dir}; wrote {path}")
     return transitions

@@ -16,7 +16,7 @@ from ...networks import apply_encoder
 from ...normalize import RunningStats, normalize_obs
 from ...registry import POLICIES
 from ...state import Static
-from ..atomic import write_atomically
+from ...platform.files import write_atomically
 from ..envs.spec import EnvSpec, scale_action
 
 FORMATS = ("torch-export", "onnx")

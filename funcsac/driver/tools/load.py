@@ -12,7 +12,7 @@ import torch
 from ... import keys
 from ...acting import act
 from ...batch import map_obs
-from ...config import check_device
+from ...platform.devices import check_device
 from ...state import SACState, init_state
 from ..run.agents import AgentSpec, agent_specs, select, stack
 from ..run.checkpoint import CHECKPOINT, CheckpointError, load_checkpoint, restore_state

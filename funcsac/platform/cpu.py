@@ -1,5 +1,5 @@
-"""What CPU this is, from ``/proc/cpuinfo``, without importing torch (``funcsac.blas`` reads it
-before torch loads)."""
+"""What CPU this is, from ``/proc/cpuinfo``, without importing torch (``funcsac.platform.blas``
+reads it before torch loads)."""
 from __future__ import annotations
 
 import functools

@@ -9,8 +9,8 @@ import sys
 import typing
 from pathlib import Path
 
-from .driver.config import TrainConfig, load_config_file, settings
-from .driver.tools.tune import SCHEDULERS
+from .config import TrainConfig, load_config_file, settings
+from .tools.tune import SCHEDULERS
 from .presets import NEEDS_OFFLINE_DATA, PRESETS, preset
 
 
@@ -131,7 +131,7 @@ def _add_settings(parser) -> None:
 
 
 def _tune(args) -> None:
-    from .driver.tools.tune import TuneSettings, load_settings, results_table, run_tune, searches_of
+    from .tools.tune import TuneSettings, load_settings, results_table, run_tune, searches_of
     settings = None
     if not args.resume:
         settings = TuneSettings(_train_config(args).to_dict(), searches_of(args.search),
@@ -167,8 +167,8 @@ def _train_config(args) -> TrainConfig:
 
 
 def _evaluate(args) -> None:
-    from .driver import evaluate_agent, load
-    from .driver.run.logs import CsvLog
+    from . import evaluate_agent, load
+    from .run.logs import CsvLog
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     agent = load(args.run_dir, device=args.device)
@@ -192,8 +192,8 @@ EVALUATE_COLUMNS = ["step", "agent", "agent_seed", "overrides", "episodes", "see
 
 
 def _export(args) -> None:
-    from .driver import load
-    from .driver.tools.export import describe_inputs, export_policy
+    from . import load
+    from .tools.export import describe_inputs, export_policy
     agent = load(args.run_dir)
     out = export_policy(agent, args.out, args.format, agent_index=args.agent)
     print(f"wrote {out} ({args.format}: {describe_inputs(agent.spec)} -> action "
@@ -201,14 +201,14 @@ def _export(args) -> None:
 
 
 def _collect(args) -> None:
-    from .driver.tools.collect import collect
+    from .tools.collect import collect
     collect(args.run_dir, args.steps, args.out, args.noise, args.seed, args.agent,
             args.deterministic)
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    from .driver import plot_runs, train
+    from . import plot_runs, train
     try:
         if args.command == "plot":
             out = plot_runs(args.run_dirs, args.out or Path(args.run_dirs[0]) / "curve.png")

@@ -28,8 +28,8 @@ The choice made goes into the environment (``answered`` or ``shipped``), so that
 line on stderr when it answers.
 
 ``shipped`` leaves MKL as it is. The choice changes rounding only, never what is computed; it is
-recorded with a run's numerics (``funcsac.machine.numerics``), as a resumed run is bitwise the
-same only on the same kernels. Undocumented MKL internals: nothing depends on it for
+recorded with a run's numerics (``funcsac.platform.numerics.numerics``), as a resumed run is
+bitwise the same only on the same kernels. Undocumented MKL internals: nothing depends on it for
 correctness, and anything unexpected leaves MKL as shipped.
 """
 from __future__ import annotations
@@ -46,6 +46,7 @@ from typing import Optional
 
 from .children import start_child
 from .cpu import cpu_description, flags_digest
+from .files import cache_folder, write_atomically
 
 ENV = "FUNCSAC_MKL_VENDOR_CHECK"
 CHOICES = ("auto", "answered", "shipped")
@@ -53,7 +54,7 @@ SOURCE = ("int mkl_serv_intel_cpu_true(void) { return 1; }\n"
           "int mkl_serv_intel_cpu(void) { return 1; }\n")
 KEEP_BELOW = 0.9  # the answered path's time over the shipped one's that keeps it
 
-answered = False  # whether this process loaded the library (read by funcsac.machine)
+answered = False  # whether this process loaded the library (read by funcsac.platform.numerics)
 
 # a child's measurement: products of a SAC update's shapes (hidden layers, a small-K input
 # layer, a narrow head, a pair of critics) timed, best of 7, and their largest error against
@@ -97,8 +98,7 @@ def _torch_version() -> Optional[str]:
 
 
 def _verdict_path() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "funcsac" / "mkl.json"
+    return cache_folder("mkl.json")
 
 
 def _build(folder: str) -> Optional[str]:
@@ -162,17 +162,12 @@ def _measured(machine: dict, library: str) -> dict:
     """A new verdict for ``machine``, written to the cache folder (whole, by a rename)."""
     path = _verdict_path()
     verdict = measure(library)
+    text = json.dumps({"identity": machine, "verdict": verdict}).encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mkl-", suffix=".tmp")
+        write_atomically(path, lambda f: f.write(text))
     except OSError:  # not kept: measured again next time
-        return verdict
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"identity": machine, "verdict": verdict}, f)
-        os.replace(tmp, path)
-    except OSError:
-        os.unlink(tmp)
+        pass
     return verdict
 
 

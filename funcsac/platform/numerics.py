@@ -1,8 +1,8 @@
-"""What floating-point results depend on beyond a computation's inputs: the torch build, the
-CPU's instruction set, MKL's kernels (``funcsac.blas``), the intra-op threads and the GPU. BLAS
+"""What floating-point results depend on beyond a computation's inputs: the torch build, the CPU's
+instruction set, MKL's kernels (``funcsac.platform.blas``), the intra-op threads and the GPU. BLAS
 (MKL), oneDNN and inductor choose kernels by instruction set, shape and thread count, and torch's
-reductions split their work by thread, so the same inputs give bitwise the same results only
-where all of these are equal."""
+reductions split their work by thread, so the same inputs give bitwise the same results only where
+all of these are equal."""
 from __future__ import annotations
 
 from typing import Dict, List

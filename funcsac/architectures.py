@@ -1,0 +1,144 @@
+"""The architectures ``SACConfig.network`` names, each registered with its options: ``"mlp"``
+(``MLPOptions``), ``"simba"`` and ``"bronet"`` (residual networks, no options)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from torch import nn
+
+from . import registry
+from .batch_renorm import BatchRenorm
+from .layers import KeyedDropout, Residual
+from .registry import Network, register, setting
+
+
+def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU, layer_norm: bool = False,
+        dropout: float = 0.0, batch_renorm: bool = False) -> nn.Sequential:
+    """A multilayer perceptron; each hidden layer is Linear, then optionally KeyedDropout and
+    LayerNorm (DroQ's order), the activation, then optionally BatchRenorm; with ``batch_renorm``
+    the input is batch-renormalised too (CrossQ's networks, as sbx's ``crossq`` builds them)."""
+    layers, d = [BatchRenorm(in_dim)] if batch_renorm else [], in_dim
+    for h in hidden_sizes:
+        layers.append(nn.Linear(d, h))
+        if dropout > 0.0:
+            layers.append(KeyedDropout(dropout))
+        if layer_norm:
+            layers.append(nn.LayerNorm(h))
+        layers.append(activation())
+        if batch_renorm:
+            layers.append(BatchRenorm(h))
+        d = h
+    layers.append(nn.Linear(d, out_dim))
+    return nn.Sequential(*layers)
+
+
+def orthogonal(layer: nn.Linear, gain: float = 1.0) -> nn.Linear:
+    """``layer`` with an orthogonal weight of scale ``gain`` and a zero bias (flax's
+    ``orthogonal(gain)`` and ``zeros``)."""
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def he_normal(layer: nn.Linear) -> nn.Linear:
+    """``layer`` with a He-normal weight and a zero bias, as flax's ``he_normal`` draws it: a
+    normal truncated at 2 standard deviations, scaled to the variance ``2 / fan_in``."""
+    std = math.sqrt(2.0 / layer.in_features) / _TRUNCATED_NORMAL_STD
+    nn.init.trunc_normal_(layer.weight, 0.0, std, -2.0 * std, 2.0 * std)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+_TRUNCATED_NORMAL_STD = 0.87962566103423978  # of a standard normal truncated to [-2, 2]
+
+
+def simba(in_dim: int, out_dim: int, hidden_sizes, expansion: int = 4) -> nn.Sequential:
+    """SimBa (Lee et al. 2024): a linear embedding to the width ``w = hidden_sizes[0]``, one
+    residual block ``x + Linear(ReLU(Linear(LayerNorm(x))))`` per entry of ``hidden_sizes`` (an
+    inverted bottleneck of inner width ``expansion * w``), a final LayerNorm and a linear head.
+    Initialised as SonyResearch/simba's ``scale_rl/networks``: the embedding and the head
+    orthogonal (gain 1), the blocks' layers He-normal, every bias zero."""
+    w = hidden_sizes[0]
+    blocks = [Residual(nn.LayerNorm(w), he_normal(nn.Linear(w, expansion * w)), nn.ReLU(),
+                       he_normal(nn.Linear(expansion * w, w))) for _ in hidden_sizes]
+    return nn.Sequential(orthogonal(nn.Linear(in_dim, w)), *blocks, nn.LayerNorm(w),
+                         orthogonal(nn.Linear(w, out_dim)))
+
+
+def bronet(in_dim: int, out_dim: int, hidden_sizes) -> nn.Sequential:
+    """BroNet (Nauman et al. 2024): Linear, LayerNorm and ReLU to the width
+    ``w = hidden_sizes[0]``, one residual block ``x + LN(Linear(ReLU(LN(Linear(x)))))`` per entry
+    of ``hidden_sizes``, and a linear head."""
+    w = hidden_sizes[0]
+    blocks = [Residual(nn.Linear(w, w), nn.LayerNorm(w), nn.ReLU(), nn.Linear(w, w),
+                       nn.LayerNorm(w)) for _ in hidden_sizes]
+    return nn.Sequential(nn.Linear(in_dim, w), nn.LayerNorm(w), nn.ReLU(), *blocks,
+                         nn.Linear(w, out_dim))
+
+
+@dataclasses.dataclass(frozen=True)
+class MLPOptions:
+    """The ``"mlp"`` network's options (``SACConfig.network_options``)."""
+
+    critic_dropout: float = setting(
+        0.0, "dropout rate in the critics, masks drawn from the agent's key (DroQ: 0.01)")
+    critic_layer_norm: bool = setting(
+        False, "LayerNorm after each hidden layer of the critics (DroQ)")
+    critic_batch_renorm: bool = setting(
+        False, "batch renormalisation of the critics' input and hidden layers (CrossQ)")
+    actor_batch_renorm: bool = setting(
+        False, "batch renormalisation of the actor's input and hidden layers, in training mode "
+        "in the actor's step (CrossQ)")
+
+    def check(self, config) -> None:
+        """``ValueError`` naming an option of the wrong kind."""
+        d = self.critic_dropout
+        if not (isinstance(d, (int, float)) and not isinstance(d, bool) and 0.0 <= d < 1.0):
+            raise ValueError(f"SACConfig.critic_dropout must be in [0, 1), got {d!r}")
+        for name in ("critic_layer_norm", "critic_batch_renorm", "actor_batch_renorm"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"SACConfig.{name} must be a bool, got {getattr(self, name)!r}")
+
+
+def _build_mlp(in_dim: int, out_dim: int, hidden_sizes, options: MLPOptions,
+               part: str) -> nn.Sequential:
+    if part == "actor":
+        return mlp(in_dim, out_dim, hidden_sizes, batch_renorm=options.actor_batch_renorm)
+    return mlp(in_dim, out_dim, hidden_sizes, layer_norm=options.critic_layer_norm,
+               dropout=options.critic_dropout, batch_renorm=options.critic_batch_renorm)
+
+
+def _equal_widths(config) -> None:
+    """A residual network's sizes are one width repeated (one block per entry)."""
+    for name in ("hidden_sizes", "actor_hidden_sizes"):
+        sizes = getattr(config, name)
+        if len(set(sizes)) > 1:
+            raise ValueError(f"SACConfig.{name} must have equal entries with network="
+                             f"{config.network!r} (one residual block of the same width per "
+                             f"entry), got {sizes!r}")
+
+
+def _residual(build):
+    """A residual network's ``Network.build``: no options, the same module for both parts."""
+    return lambda in_dim, out_dim, hidden_sizes, options, part: build(in_dim, out_dim,
+                                                                      hidden_sizes)
+
+
+NETWORKS = registry.NETWORKS  # the architectures ``SACConfig.network`` names
+register(Network("mlp", _build_mlp, MLPOptions, help="ReLU MLPs, one hidden layer per entry of "
+                 "hidden_sizes"))
+register(Network("simba", _residual(simba), help="SimBa's residual blocks (Lee et al. 2024)",
+                 check=_equal_widths))
+register(Network("bronet", _residual(bronet), help="BRO's residual blocks (Nauman et al. 2024)",
+                 check=_equal_widths))
+
+
+def build_network(config, part: str, in_dim: int, out_dim: int) -> nn.Module:
+    """The module ``config.network`` builds for ``part`` (``"actor"``, with
+    ``actor_hidden_sizes`` or else ``hidden_sizes``, or ``"critic"``), ``[B, in_dim] ->
+    [B, out_dim]``."""
+    sizes = config.hidden_sizes if part == "critic" else (config.actor_hidden_sizes
+                                                          or config.hidden_sizes)
+    return registry.variant_of(config, "network").build(in_dim, out_dim, sizes,
+                                                        config.network_options, part)
