@@ -35,7 +35,6 @@ from torch.func import functional_call, stack_module_state
 
 from . import keys
 from .batch_renorm import BatchRenorm, batch_renorm
-from .grads import untransformed
 from .layers import KeyedDropout, Residual
 
 Params = Dict[str, torch.Tensor]
@@ -149,25 +148,6 @@ def _param_shapes(template: nn.Module) -> Dict[str, tuple]:
             {**dict(template.named_parameters()), **dict(template.named_buffers())}.items()}
 
 
-def _stackable(template: nn.Module) -> bool:
-    """Whether ``_run_plain`` runs a stack of ``template``'s networks at once: a plain
-    ``Sequential`` of Linear, LayerNorm (over the last axis) and parameter-free layers acting on
-    each row alone (activations), and ``Residual`` blocks of such layers."""
-    def stackable(m: nn.Module) -> bool:
-        if type(m) is Residual:
-            return all(map(stackable, m))
-        if type(m) is nn.LayerNorm:
-            return len(m.normalized_shape) == 1
-        return type(m) is nn.Linear or type(m) in _ROWWISE
-
-    return _is_plain(template) and all(map(stackable, template))
-
-
-# parameter-free layers that map each row alone, whatever leading axes it has
-_ROWWISE = (nn.ReLU, nn.Tanh, nn.GELU, nn.SiLU, nn.ELU, nn.LeakyReLU, nn.Sigmoid, nn.Mish,
-            nn.Identity)
-
-
 def _has_batch_renorm(template: nn.Module) -> bool:
     """Whether ``template`` holds a ``BatchRenorm`` layer."""
     return any(isinstance(m, BatchRenorm) for m in template.modules())
@@ -190,31 +170,21 @@ def _is_plain(template: nn.Module) -> bool:
 
 
 def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
-               stats: Optional[Params] = None, prefix: str = "",
-               stacked: bool = False) -> torch.Tensor:
-    """What ``functional_call(template, params, (x,))`` computes for a plain ``Sequential``,
-    without swapping tensors into the module (the same operations, a fraction of the overhead).
-    With a ``stats`` dict, BatchRenorm layers run in training mode and put their new running
-    statistics in it; ``prefix`` is the name of ``template`` in ``params`` (a ``Residual``
-    block's, with a dot).
-    ``stacked``: ``params`` hold N networks along a leading axis (``_stackable`` templates only)
-    and ``x [B, in]`` or ``[N, B, in]`` gives ``[N, B, out]``, in batched products: what
-    ``vmap`` over the networks computes, without its overhead."""
+               stats: Optional[Params] = None, prefix: str = "") -> torch.Tensor:
+    """What ``functional_call(template, params, (x,))`` computes for a plain ``Sequential``: the
+    same operations, with no tensor swapped into the module. With a ``stats`` dict, BatchRenorm
+    layers run in training mode and put their new running statistics in it, which
+    ``functional_call`` cannot return (CrossQ's joint pass needs them); ``prefix`` is the name of
+    ``template`` in ``params`` (a ``Residual`` block's, with a dot). Not faster: an eager update
+    takes 1.00-1.03x its time with every network through ``functional_call`` (bench/paths.py,
+    SAC, REDQ and DroQ at 256 wide)."""
     for name, layer in template.named_children():
         kind, at = type(layer), f"{prefix}{name}."
-        if kind is nn.Linear and stacked:
-            x = torch.matmul(x, params[f"{at}weight"].mT)
-            x = x if layer.bias is None else x + params[f"{at}bias"].unsqueeze(-2)
-        elif kind is nn.Linear:
+        if kind is nn.Linear:
             x = F.linear(x, params[f"{at}weight"], params.get(f"{at}bias"))
         elif kind is nn.Conv2d:
             x = F.conv2d(x, params[f"{at}weight"], params.get(f"{at}bias"), layer.stride,
                          layer.padding, layer.dilation, layer.groups)
-        elif kind is nn.LayerNorm and stacked:
-            x = F.layer_norm(x, layer.normalized_shape, None, None, layer.eps)
-            if layer.elementwise_affine:
-                x = x * params[f"{at}weight"].unsqueeze(-2)
-                x = x if layer.bias is None else x + params[f"{at}bias"].unsqueeze(-2)
         elif kind is nn.LayerNorm:
             x = F.layer_norm(x, layer.normalized_shape, params.get(f"{at}weight"),
                              params.get(f"{at}bias"), layer.eps)
@@ -225,7 +195,7 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
             if new is not None:
                 stats.update(new)
         elif kind is Residual:
-            x = x + _run_plain(layer, params, x, stats, at, stacked)
+            x = x + _run_plain(layer, params, x, stats, at)
         else:
             x = layer(x)
     return x
@@ -233,9 +203,10 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
 
 def _forward(template: nn.Module, params: Params, x: torch.Tensor,
              stats: Optional[Params] = None) -> torch.Tensor:
-    """``template`` applied to ``x`` with ``params``: directly for a plain ``Sequential``, else by
-    ``functional_call`` on this thread's copy, buffers copied first. ``stats``: see
-    ``_run_plain`` (ignored by a template without BatchRenorm layers)."""
+    """``template`` applied to ``x`` with ``params``, the one place the way is chosen: directly
+    for a plain ``Sequential`` (``_run_plain``), else by ``functional_call`` on this thread's
+    copy, buffers copied first. ``stats``: see ``_run_plain`` (ignored by a template without
+    BatchRenorm layers)."""
     if _is_plain(template):
         return _run_plain(template, params, x, stats)
     if stats is not None and _fact(template, _has_batch_renorm):
@@ -284,13 +255,8 @@ def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action:
 
 def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,
                   key: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """The ensemble: stacked params ``[N, ...]`` -> ``Q [N, B]`` for one shared batch; with a
-    ``key`` each critic draws its own dropout masks. Evaluated with ``vmap``, or, outside
-    function transforms and compiling, by batched products where the template allows
-    (``_stackable``)."""
-    if untransformed() and _fact(template, _stackable):
-        x = torch.cat([obs, action], dim=-1)
-        return _run_plain(template, params, x, stacked=True).squeeze(-1)
+    """The ensemble: stacked params ``[N, ...]`` -> ``Q [N, B]`` for one shared batch, evaluated
+    with ``vmap``; with a ``key`` each critic draws its own dropout masks."""
     return map_critics(lambda p, k: apply_critic(template, p, obs, action, k), template, params,
                        key)
 

@@ -111,7 +111,6 @@ optree.register_pytree_node(SACState, _flatten, _unflatten, namespace=NAMESPACE)
 torch_pytree.register_pytree_node(SACState, _flatten, lambda ch, static: _unflatten(static, ch),
                                   serialized_type_name="funcsac.SACState")
 
-_STATICS: dict = {}
 _INIT_LOCK = threading.Lock()  # init_state seeds the process-wide torch RNG
 
 
@@ -140,21 +139,19 @@ def _build_encoder(config: SACConfig) -> Optional[nn.Module]:
                                                config.encoder_options)
 
 
+@functools.lru_cache(maxsize=256)
 def static_for(config: SACConfig) -> Static:
-    """The shared ``Static`` of a config: weightless templates built once per config."""
-    if config not in _STATICS:
-        with torch.device("meta"):
-            actor, (critic,) = _build(config, 1)
-            encoder = _build_encoder(config)
-        if encoder is not None and any(n.startswith(ENCODER_PREFIX) for n in
-                                       critic.state_dict()):
-            raise ValueError(f"the critic has tensors named {ENCODER_PREFIX!r}..., the names "
-                             "the shared image encoder's take beside them; rename its submodule")
-        on = config.weight_decay_on
-        _STATICS[config] = Static(config, actor, critic, decay_mask(actor, on),
-                                  decay_mask(critic, on), encoder,
-                                  {} if encoder is None else decay_mask(encoder, on))
-    return _STATICS[config]
+    """The shared ``Static`` of a config: weightless templates built once per config (the 256
+    configs used last are kept; a ``Static`` built again for a config equals the first)."""
+    with torch.device("meta"):
+        actor, (critic,) = _build(config, 1)
+        encoder = _build_encoder(config)
+    if encoder is not None and any(n.startswith(ENCODER_PREFIX) for n in critic.state_dict()):
+        raise ValueError(f"the critic has tensors named {ENCODER_PREFIX!r}..., the names "
+                         "the shared image encoder's take beside them; rename its submodule")
+    on = config.weight_decay_on
+    return Static(config, actor, critic, decay_mask(actor, on), decay_mask(critic, on), encoder,
+                  {} if encoder is None else decay_mask(encoder, on))
 
 
 ENCODER_PREFIX = "encoder."

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac import grads, networks
+from funcsac import grads
 from funcsac.grads import grad_and_value
 from helpers import make_batch, small_config
 
@@ -73,42 +73,6 @@ def test_transforms_take_over_under_vmap_grad_and_tracked_inputs(monkeypatch):
         params, x)[0]["w"])
 
 
-@pytest.mark.parametrize("options", [
-    dict(), dict(critic_layer_norm=True), dict(network="simba"), dict(network="bronet"),
-    dict(algorithm="tqc", num_quantiles=5, drop_quantiles=1)])
-def test_stacked_critics_equal_the_vmapped_ensemble(options):
-    cfg = small_config(num_critics=3, **options)
-    state = funcsac.init_state(cfg, seed=1)
-    template = state.static.critic
-    assert networks._fact(template, networks._stackable)
-    critic = optree.tree_map(lambda v: v + 0.1 * torch.randn_like(v), state.critic)
-    batch = make_batch(cfg, batch_size=16)
-    stacked = networks.apply_critics(template, critic, batch.obs, batch.action)
-    vmapped = networks.map_critics(
-        lambda p, k: networks.apply_critic(template, p, batch.obs, batch.action, k), template,
-        critic, None)
-    assert stacked.shape == vmapped.shape
-    torch.testing.assert_close(stacked, vmapped, rtol=1e-6, atol=1e-6)
-
-
-def test_dropout_batch_renorm_and_custom_layers_keep_the_vmapped_ensemble(monkeypatch):
-    class Scale(torch.nn.Module):
-        def forward(self, x):
-            return 2 * x
-
-    nets = [funcsac.architectures.mlp(7, 1, (4,), dropout=0.1),
-            funcsac.architectures.mlp(7, 1, (4,), batch_renorm=True),
-            torch.nn.Sequential(torch.nn.Linear(7, 4), Scale(), torch.nn.Linear(4, 1))]
-    calls = []
-    real = networks.map_critics
-    monkeypatch.setattr(networks, "map_critics", lambda *a: calls.append(1) or real(*a))
-    for net in nets:
-        assert not networks._stackable(net)
-        critic = networks.stack_params([net, net])
-        networks.apply_critics(net, critic, torch.randn(4, 5), torch.randn(4, 2))
-    assert len(calls) == len(nets)
-
-
 def _updates(cfg, steps=3):
     state = funcsac.init_state(cfg, seed=2)
     for i in range(steps):
@@ -125,7 +89,6 @@ def test_eager_update_outside_transforms_equals_the_update_through_torch_func(mo
     cfg = small_config(**options)
     fast = _updates(cfg)
     monkeypatch.setattr(grads, "untransformed", lambda: False)
-    monkeypatch.setattr(networks, "untransformed", lambda: False)
     slow = _updates(cfg)
     for a, b in zip(optree.tree_leaves(fast, namespace="funcsac"),
                     optree.tree_leaves(slow, namespace="funcsac")):
