@@ -1,9 +1,8 @@
-"""What the eager update's second paths buy: the critics' batched products outside function
-transforms (``networks.apply_critics``, ``stacked``) against ``vmap`` over each critic, gradients
-by plain autograd outside transforms (``grads.grad_and_value``) against
-``torch.func.grad_and_value``, and a plain ``Sequential`` run layer by layer
-(``networks._run_plain``) against ``functional_call``. Each variant turns paths off; medians of
-interleaved calls of the eager ``update``, HalfCheetah's sizes (17/6), batch 256.
+"""What the eager update's second paths buy: gradients by plain autograd outside transforms
+(``grads.grad_and_value``) against ``torch.func.grad_and_value``, and a plain ``Sequential`` run
+layer by layer (``networks._run_plain``) against ``functional_call``. Each variant turns paths
+off; medians of interleaved calls of the eager ``update``, HalfCheetah's sizes (17/6), batch 256.
+(Up to commit cbb9442 it also measured the critics' batched products, since removed.)
 
     python bench/paths.py [--calls 20] [--json bench/paths.json]
 """
@@ -29,12 +28,10 @@ CONFIGS = {  # name: flat settings
 ALWAYS = grads.untransformed
 NEVER = lambda: False  # noqa: E731  the path through torch.func everywhere
 IS_PLAIN = networks._is_plain
-VARIANTS = {  # name: (the networks' check, the gradients' check, which networks run plainly)
-    "all": (ALWAYS, ALWAYS, IS_PLAIN),
-    "no batched critics": (NEVER, ALWAYS, IS_PLAIN),
-    "no plain autograd": (ALWAYS, NEVER, IS_PLAIN),
-    "torch.func only": (NEVER, NEVER, IS_PLAIN),
-    "functional_call only": (NEVER, NEVER, lambda template: False),
+VARIANTS = {  # name: (the gradients' check, which networks run layer by layer)
+    "all": (ALWAYS, IS_PLAIN),
+    "no plain autograd": (NEVER, IS_PLAIN),
+    "functional_call only": (NEVER, lambda template: False),
 }
 
 
@@ -53,13 +50,12 @@ def measure(name: str, settings: dict, calls: int) -> dict:
     times = {v: [] for v in VARIANTS}
     try:
         for _ in range(5):  # interleaved rounds
-            for variant, (nets, grad, plain) in VARIANTS.items():
-                networks.untransformed, grads.untransformed, networks._is_plain = nets, grad, plain
+            for variant, (grad, plain) in VARIANTS.items():
+                grads.untransformed, networks._is_plain = grad, plain
                 funcsac.update(state, batch)  # warm up
                 times[variant].append(_median_ms(state, batch, calls))
     finally:
-        networks.untransformed = grads.untransformed = ALWAYS
-        networks._is_plain = IS_PLAIN
+        grads.untransformed, networks._is_plain = ALWAYS, IS_PLAIN
     ms = {v: round(statistics.median(t), 3) for v, t in times.items()}
     return {"config": name, "ms": ms,
             "over_all": {v: round(t / ms["all"], 3) for v, t in ms.items()}}
