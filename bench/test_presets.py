@@ -24,7 +24,7 @@ def preset_config(name, device):
     obs_dim, act_dim, hidden = WORKLOADS["mujoco"][:3]
     settings = {k: v for k, v in funcsac.presets.preset(name).items() if k not in DRIVER_ONLY}
     return funcsac.SACConfig.of(obs_dim=obs_dim, act_dim=act_dim, **{
-        **settings, "hidden_sizes": hidden, "device": str(device)})
+        **settings, "hidden_sizes": hidden, "actor_hidden_sizes": (), "device": str(device)})
 
 
 @pytest.mark.parametrize("mode", ["eager", "compiled"])

@@ -16,8 +16,8 @@ CROSSQ = funcsac.presets.preset("crossq")
 
 
 def crossq_config(**overrides):
-    return funcsac.SACConfig.of(**{"obs_dim": 5, "act_dim": 2, "hidden_sizes": (16, 16), **CROSSQ,
-                                **overrides})
+    return funcsac.SACConfig.of(**{**CROSSQ, "obs_dim": 5, "act_dim": 2, "hidden_sizes": (16, 16),
+                                   "actor_hidden_sizes": (), **overrides})
 
 
 def test_batch_renorm_by_hand():
@@ -184,7 +184,8 @@ def test_a_critic_that_cannot_run_in_training_mode_is_refused():
 
 
 def test_preset_trains_and_resumes_exactly(tmp_path, monkeypatch):
-    cfg = funcsac.TrainConfig(**{**TINY, **CROSSQ, "env_id": "Pendulum-v1", "total_steps": 600,
+    cfg = funcsac.TrainConfig(**{**CROSSQ, **TINY, "actor_hidden_sizes": (),
+                                 "env_id": "Pendulum-v1", "total_steps": 600,
                                  "learning_starts": 200, "eval_every": 200,
                                  "checkpoint_every": 200, "seed": 2})
     first = funcsac.train(cfg, tmp_path / "a")
@@ -207,7 +208,7 @@ def test_preset_learns_pendulum(tmp_path):
     """The crossq preset reaches -250 on Pendulum-v1 (64x64 networks)."""
     cfg = funcsac.TrainConfig.from_dict({
         **CROSSQ, "env_id": "Pendulum-v1", "total_steps": 6000, "learning_starts": 1000,
-        "eval_every": 1000, "eval_episodes": 5, "hidden_sizes": (64, 64), "progress": False,
-        "seed": 1})
+        "eval_every": 1000, "eval_episodes": 5, "hidden_sizes": (64, 64),
+        "actor_hidden_sizes": (), "progress": False, "seed": 1})
     result = funcsac.train(cfg, tmp_path)
     assert max(e.return_mean for e in result.evals) >= -250, [e.return_mean for e in result.evals]

@@ -194,7 +194,8 @@ def test_cli_trains_tqc(tmp_path, flags, expected):
 
 
 def test_driver_resumes_a_tqc_run_exactly(tmp_path, monkeypatch):
-    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("tqc"), **TINY}, total_steps=300,
+    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("tqc"), **TINY, "actor_hidden_sizes": ()},
+                              total_steps=300,
                               learning_starts=200, eval_every=100, checkpoint_every=100, seed=3)
     first = funcsac.train(cfg, tmp_path / "a")
     assert first.state.critic["4.weight"].shape == (5, 25, 16)
@@ -211,7 +212,7 @@ def test_preset_learns_pendulum(tmp_path):
     cfg = funcsac.TrainConfig.from_dict({
         **funcsac.presets.preset("tqc"), "env_id": "Pendulum-v1", "total_steps": 8000,
         "learning_starts": 1000, "eval_every": 1000, "eval_episodes": 5, "hidden_sizes": (64, 64),
-        "batch_size": 128, "progress": False, "seed": 1})
+        "actor_hidden_sizes": (), "batch_size": 128, "progress": False, "seed": 1})
     result = funcsac.train(cfg, tmp_path)
     assert result.state.step.item() == 7001
     assert max(e.return_mean for e in result.evals) >= -250, [e.return_mean for e in result.evals]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .config import TrainConfig, load_config_file, settings
 from .tools.tune import SCHEDULERS
-from .presets import NEEDS_OFFLINE_DATA, PRESETS, preset
+from .presets import NEEDS_OFFLINE_DATA, PRESETS, per_task_choices, preset
 
 
 def _parse_optional(kind):
@@ -152,11 +152,15 @@ def _train_config(args) -> TrainConfig:
                              "to continue")
         values = json.loads(saved.read_text())
         values.pop("agent", None)
-    if args.preset:
-        values.update(preset(args.preset))
-    if args.config:
-        values.update(load_config_file(args.config))
-    values.update({name: getattr(args, name) for name in settings() if hasattr(args, name)})
+    given = load_config_file(args.config) if args.config else {}
+    given.update({name: getattr(args, name) for name in settings() if hasattr(args, name)})
+    if args.preset:  # its per-task values for the env the run will have
+        env_id = given.get("env_id", values.get("env_id", TrainConfig.field_defaults()["env_id"]))
+        values.update(preset(args.preset, env_id))
+        for setting, line in per_task_choices(args.preset, env_id).items():
+            if setting not in given:  # a flag or the config file sets it otherwise
+                print(f"funcsac: {line}")
+    values.update(given)
     data = values.get("offline_data")
     if args.preset in NEEDS_OFFLINE_DATA and not data:
         raise ValueError(f"--preset {args.preset} needs --offline-data PATH (a .npz from "

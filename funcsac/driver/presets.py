@@ -1,21 +1,28 @@
-"""Named variants of SAC as settings of the same pieces (SACConfig fields, plus the driver's
-``utd``: gradient steps per environment step, ``offline_ratio``: the offline share of each batch
-when offline data is given, ``reset_every``: environment steps between resets, and its pixel and
-replay settings)."""
+"""Named variants of SAC as settings of the same pieces (SACConfig fields and the variants'
+options, plus the driver's ``utd``: gradient steps per environment step, ``offline_ratio``: the
+offline share of each batch when offline data is given, ``reset_every``: environment steps
+between resets, and its pixel and replay settings), as each reference runs it; where a reference
+sets a value per task, ``PER_TASK`` holds its table (``preset(name, env_id)``)."""
 from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
 
 PRESETS = {
     "sac": {},
     # REDQ (Chen et al. 2021; watchernyu/REDQ redq/algos/redq_sac.py): 10 critics, target min
     # over a random 2, UTD 20; after the 20 critic steps of an environment step, one actor and
-    # one temperature step against the mean of all critics.
+    # one temperature step against the mean of all critics; learning rates 3e-4 for Q, pi and
+    # alpha (redq_sac.py:32, 48-51, 60); MBPO's target entropy per task (PER_TASK).
     "redq": {"num_critics": 10, "num_target_critics": 2, "actor_q_reduction": "mean",
-             "policy_delay": 20, "utd": 20},
+             "policy_delay": 20, "utd": 20, "actor_lr": 3e-4, "critic_lr": 3e-4,
+             "alpha_lr": 3e-4},
     # DroQ (Hiraoka et al. 2022; TakuyaHiraoka/Dropout-Q-Functions-for-Doubly-Efficient-
-    # Reinforcement-Learning, built on REDQ's code): 2 critics with dropout 0.01 and LayerNorm,
-    # UTD 20, one actor step after the 20 critic steps, as REDQ.
+    # Reinforcement-Learning, built on REDQ's code): 2 critics with dropout and LayerNorm, UTD
+    # 20, one actor step after the 20 critic steps, REDQ's learning rates 3e-4; the dropout rate
+    # (0.01 by default) and MBPO's target entropy per task (PER_TASK).
     "droq": {"num_critics": 2, "critic_dropout": 0.01, "critic_layer_norm": True,
-             "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20},
+             "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "actor_lr": 3e-4,
+             "critic_lr": 3e-4, "alpha_lr": 3e-4},
     # RLPD (Ball et al. 2023; ikostrikov/rlpd configs/rlpd_config.py and sac_learner.py): online
     # SAC with offline data, half of each batch from it (give --offline-data); 10 critics with
     # LayerNorm, target min over a random 2, UTD 20 critic steps and then one actor and one
@@ -32,8 +39,8 @@ PRESETS = {
     # 1e-2 on every parameter) with learning rates 1e-4, initial temperature 0.01 learned at
     # 1e-4, target entropy -act_dim / 2, UTD 2 (a whole update per batch), as published (4.2 M
     # parameters per critic). Not carried over: gamma from the episode length (TD-MPC2's
-    # heuristic; set --gamma), and the mean of the critics in place of their min on
-    # environments without terminations.
+    # heuristic; set --gamma). On tasks without terminations a single critic (PER_TASK), as
+    # sac_simba.yaml's critic_use_cdq: ${env.episodic} (no min over two).
     "simba": {"network": "simba", "hidden_sizes": (512, 512), "actor_hidden_sizes": (128,),
               "normalize_obs": True, "actor_lr": 1e-4, "critic_lr": 1e-4, "alpha_lr": 1e-4,
               "weight_decay": 1e-2, "weight_decay_on": "all", "init_alpha": 0.01,
@@ -57,18 +64,21 @@ PRESETS = {
     # critics evaluated on the current and next pairs in one pass, batch renormalisation after
     # each activation in the critics and the actor (sbx's batch_norm_actor, the actor in
     # training mode during its step), an actor step every 3 critic steps, learning rates 1e-3,
-    # Adam beta1 0.5 for the networks and 0.9 for the temperature. sbx's critics are 2048 wide;
-    # here they keep hidden_sizes (the actor's too), which fits 2 CPU cores.
+    # Adam beta1 0.5 for the networks and 0.9 for the temperature; sbx's widths, critics 2 x 1024
+    # and actor 2 x 256 (sbx/crossq/policies.py: "wider critic required for stable BatchNorm";
+    # the paper's own code, adityab/CrossQ train.py, has critics 2 x 2048).
     "crossq": {"algorithm": "crossq", "critic_batch_renorm": True, "actor_batch_renorm": True,
                "policy_delay": 3, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3,
-               "adam_betas": (0.5, 0.999), "alpha_adam_betas": (0.9, 0.999)},
-    # TQC (Kuznetsov et al. 2020; the paper's code, SamsungLabs/tqc_pytorch main.py and
-    # tqc/trainer.py): 5 distributional critics of 25 quantiles each, the top 2 per critic dropped
-    # from the target (10 of 125), learning rates 3e-4. The paper's critics are 3 x 512 wide and
-    # its actor 2 x 256; here both have hidden_sizes. (sb3-contrib's and sbx's TQC default to 2
-    # critics, with the same 25 quantiles and 2 dropped per critic.)
+               "adam_betas": (0.5, 0.999), "alpha_adam_betas": (0.9, 0.999),
+               "hidden_sizes": (1024, 1024), "actor_hidden_sizes": (256, 256)},
+    # TQC (Kuznetsov et al. 2020; the paper's code, SamsungLabs/tqc_pytorch main.py,
+    # tqc/structures.py and tqc/trainer.py): 5 distributional critics of 25 quantiles each, 3 x 512
+    # wide, an actor 2 x 256, learning rates 3e-4; the top quantiles dropped per critic from the
+    # target per task (README.md: HalfCheetah 0, Hopper 5, the others 2; PER_TASK). (sb3-contrib's
+    # and sbx's TQC default to 2 critics of 256 x 256, the same 25 quantiles and 2 dropped.)
     "tqc": {"algorithm": "tqc", "num_critics": 5, "num_quantiles": 25, "drop_quantiles": 2,
-            "critic_lr": 3e-4, "alpha_lr": 3e-4},
+            "critic_lr": 3e-4, "alpha_lr": 3e-4, "hidden_sizes": (512, 512, 512),
+            "actor_hidden_sizes": (256, 256)},
     # DrQ (Kostrikov, Yarats and Fergus 2020; denisyarats/drq config.yaml, drq.py): from pixels,
     # 84x84 frames, 3 stacked, 50 encoder features, 1024x1024 actor and critics, batch 512, a
     # replay buffer of 100,000, learning rates 1e-3, initial temperature 0.1, tau 0.01, log-std
@@ -87,8 +97,51 @@ PRESETS = {
 NEEDS_OFFLINE_DATA = {"rlpd"}
 
 
-def preset(name: str) -> dict:
-    """The settings of a named variant (a new dict); ``ValueError`` for an unknown name."""
+# MBPO's target entropies (REDQ's target_entropy="mbpo"; watchernyu/REDQ redq/algos/core.py);
+# on other tasks REDQ's "auto", -act_dim (funcsac's default)
+_MBPO_ENTROPY = ({"Hopper": -1.0, "HalfCheetah": -3.0, "Walker2d": -3.0, "Ant": -4.0,
+                  "Humanoid": -2.0}, None, "MBPO's, watchernyu/REDQ redq/algos/core.py")
+# preset -> setting -> (value by task, the value on any other task, the source)
+PER_TASK: Dict[str, Dict[str, Tuple[dict, object, str]]] = {
+    "redq": {"target_entropy": _MBPO_ENTROPY},
+    "droq": {"target_entropy": _MBPO_ENTROPY,
+             "critic_dropout": ({"Hopper": 1e-4, "Walker2d": 5e-3, "Ant": 1e-2, "Humanoid": 0.1},
+                                1e-2, "DroQ's README.md, per task")},
+    "tqc": {"drop_quantiles": ({"HalfCheetah": 0, "Hopper": 5}, 2,
+                               "SamsungLabs/tqc_pytorch README.md, per task")},
+    # tasks without terminations: a single critic (critic_use_cdq: ${env.episodic})
+    "simba": {"num_critics": ({"HalfCheetah": 1, "Swimmer": 1, "Reacher": 1, "Pusher": 1,
+                               "Pendulum": 1}, 2,
+                              "SonyResearch/simba sac_simba.yaml critic_use_cdq: env.episodic")},
+}
+
+
+def task_of(env_id: str) -> str:
+    """The task an environment id names, without its namespace and version:
+    ``"Hopper-v5"`` -> ``"Hopper"``."""
+    name = env_id.rsplit("/", 1)[-1]
+    stem, dash, version = name.rpartition("-v")
+    return stem if dash and version.isdigit() else name
+
+
+def preset(name: str, env_id: Optional[str] = None) -> dict:
+    """The settings of a named variant (a new dict), with its per-task values for ``env_id``'s
+    task (``PER_TASK``; without ``env_id``, the values for any other task); ``ValueError`` for an
+    unknown name."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
-    return dict(PRESETS[name])
+    task = task_of(env_id) if env_id else None
+    chosen = {setting: values.get(task, default)
+              for setting, (values, default, _) in PER_TASK.get(name, {}).items()}
+    return {**PRESETS[name], **{k: v for k, v in chosen.items() if v is not None}}
+
+
+def per_task_choices(name: str, env_id: str) -> Dict[str, str]:
+    """What ``preset(name, env_id)`` chose per task: a line by setting, with its source."""
+    task, lines = task_of(env_id), {}
+    for setting, (values, default, source) in PER_TASK.get(name, {}).items():
+        value = values.get(task, default)
+        which = f"for {task}" if task in values else "on a task it lists no value for"
+        lines[setting] = (f"preset {name} on {env_id}: {setting} = "
+                          f"{'none' if value is None else value} ({which}; {source})")
+    return lines
