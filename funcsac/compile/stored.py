@@ -1,5 +1,5 @@
 """Compiled functions kept on disk: a new process loads what an earlier one compiled for the same
-code, inputs and machine (about a second) instead of compiling again (tens of seconds).
+code, inputs and machine (about two seconds) instead of compiling again (tens of seconds).
 
 ``compile_stored(fn, args, name)`` compiles ``fn`` ahead of time with AOTInductor for the exact
 pytree structure, shapes, dtypes and devices of ``args`` and saves it under a key made of

@@ -121,7 +121,7 @@ class RunSettings:
     compile: bool = setting(
         True,
         "compile the update (fullgraph, ahead of time); kept in the compile store, so a later run "
-        "of the same configuration loads it in about a second")
+        "of the same configuration loads it in about two seconds")
     compile_in_background: bool = setting(
         True,
         "with compile, when the compile store lacks the update: train eagerly while a child "

@@ -3,7 +3,7 @@ way.
 
 ``step_functions`` are what the learner calls for its gradient steps; ``CompiledStep`` gives the
 function to call now. With the compile store holding the step (a configuration run before), it
-is loaded (about a second). Otherwise, in the background
+is loaded (about two seconds). Otherwise, in the background
 (``TrainConfig.compile_in_background``), a child process (``main``) builds the same step from
 the run's configuration into the store while the run trains eagerly on one thread fewer (a core
 for the compile), and the run switches to the compiled step at its first gradient step after the
