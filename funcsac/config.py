@@ -188,11 +188,16 @@ class SACConfig:
         return cls(**fields)
 
     def settings(self) -> dict:
-        """The config's settings by flat name: the fields with help (``registry.setting``) and
-        the chosen variants' options; ``SACConfig.of(obs_dim=..., act_dim=..., **settings)``
-        gives the config back (with the same factories, device and dtype)."""
+        """The config's settings by flat name: the fields with help (``registry.setting``), then
+        the chosen variants' options (``option_settings``); ``SACConfig.of`` with them and the
+        other fields (sizes, policy, images, factories, device, dtype) gives the config back."""
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if "help" in f.metadata}
+        return {**flat, **self.option_settings()}
+
+    def option_settings(self) -> dict:
+        """The chosen algorithm's, network's and encoder's options by flat name."""
+        flat = {}
         for room in ROOMS:
             options = getattr(self, f"{room}_options")
             flat.update({} if options is None else dataclasses.asdict(options))
@@ -283,7 +288,8 @@ def _check_variants(cfg: SACConfig) -> None:
         _require(options is None if kind is None else isinstance(options, kind), name,
                  f"must be {'None' if kind is None else 'a ' + kind.__qualname__} for {room} "
                  f"{variant.name!r}", options)
-        variant.check(cfg)
+        if room != "algorithm":  # the algorithm's check runs last, on a config checked whole
+            variant.check(cfg)
         if hasattr(options, "check"):
             options.check(cfg)
 

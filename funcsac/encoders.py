@@ -8,6 +8,7 @@ Images arrive as ``uint8 [B, C, H, W]`` (frames stacked along the channels), alo
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 import torch.nn.functional as F
@@ -83,7 +84,8 @@ class DrQOptions:
         pad, scale, tau = self.image_pad, self.encoder_tau_scale, config.tau
         if not (isinstance(pad, int) and not isinstance(pad, bool) and pad >= 0):
             raise ValueError(f"SACConfig.image_pad must be an integer >= 0, got {pad!r}")
-        real = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
+        real = lambda x: (isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
+                          and math.isfinite(x))
         # a tau out of [0, 1] is left to its own check
         if not (real(scale) and scale > 0 and not (real(tau) and 0 <= tau <= 1
                                                     and scale * tau > 1)):

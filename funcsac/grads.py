@@ -10,7 +10,6 @@ import torch
 from .registry import NAMESPACE
 
 
-
 def untransformed() -> bool:
     """True when nothing is being compiled and no function transform (``vmap``, ``grad``, ...)
     wraps the call: the tensors seen are the caller's own, so plain autograd gives what

@@ -14,7 +14,8 @@ class KeyedDropout(nn.Module):
     """Dropout whose mask is drawn from a key, so it stays pure and vmappable.
 
     The key arrives as the buffer ``key`` in the dict given to ``functional_call`` (the apply
-    functions below fill it in); without one the layer is the identity, as in evaluation.
+    functions of ``funcsac.networks`` fill it in); without one the layer is the identity, as in
+    evaluation.
     """
 
     def __init__(self, p: float):

@@ -1,7 +1,7 @@
 """The registry: each algorithm (the losses ``update`` trains with), network, image encoder and
 policy family, by name, with the options each owns. It imports nothing from funcsac, so every
 module may read it; a variant's module registers itself on import (``funcsac/algorithms/``,
-``networks``, ``encoders``), and a variant defined outside funcsac does the same.
+``architectures``, ``encoders``), and a variant defined outside funcsac does the same.
 
 Options: a variant's settings are a frozen dataclass of its own (``Algorithm.options``,
 ``Network.options``, ``Encoder.options``), whose fields are made with ``setting`` (a default and
@@ -136,7 +136,8 @@ def register(variant):
 
 
 ROOMS = ("algorithm", "network", "encoder")  # the rooms whose variants own options
-# names a room's options may not take: the shared settings (SACConfig fills this in)
+# names a room's options may not take: the shared settings (SACConfig fills this in) and the
+# driver's run settings (its config fills those in)
 RESERVED_NAMES: set = set()
 
 
@@ -158,9 +159,9 @@ def _check_option_names(room: str, variant) -> None:
         owners = [f"{r} {v.name!r}" for r, v in variants() if r != room
                   and name in option_names(v.options)]
         if name in RESERVED_NAMES or owners:
+            taken = owners[0] if owners else "a shared setting (SACConfig's or the run's)"
             raise ValueError(f"{room} {variant.name!r} has an option {name!r}, a name taken by "
-                             f"{owners[0] if owners else 'a shared SACConfig setting'}; "
-                             "rename it")
+                             f"{taken}; rename it")
 
 
 def variants():

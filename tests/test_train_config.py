@@ -60,7 +60,8 @@ def test_options_go_flat_into_the_run_config_and_nested_into_the_agents():
     args = build_parser().parse_args(["train", "--run-dir", "x", "--preset", "tqc",
                                       "--num-quantiles", "10"])
     config = _train_config(args)
-    assert config.options == {"num_quantiles": 10, "drop_quantiles": 2}
+    assert {k: config.options[k] for k in ("num_quantiles", "drop_quantiles")} == {
+        "num_quantiles": 10, "drop_quantiles": 2}
     sac = config.sac_config(17, 6)
     assert sac.algorithm_options == funcsac.tqc.TQCOptions(num_quantiles=10, drop_quantiles=2)
     flat = json.loads(json.dumps(config.to_dict()))
@@ -116,3 +117,26 @@ def test_an_option_name_taken_by_another_room_is_refused(wide):
                                          "by network 'wide'"):
         register(funcsac.Algorithm("clash", funcsac.Losses(), options=Clash))
     assert "clash" not in funcsac.ALGORITHMS
+
+
+def test_an_option_named_as_a_run_setting_is_refused():
+    @dataclasses.dataclass(frozen=True)
+    class Seeded:
+        seed: int = setting(0, "a run setting's name")
+
+    with pytest.raises(ValueError, match="has an option 'seed', a name taken by a shared"):
+        register(Network("seeded", _wide, Seeded))
+    assert "seeded" not in NETWORKS
+
+
+def test_resume_compares_the_options_as_they_resolve():
+    """A checkpoint's options are compared with the new config's, defaults filled in on both
+    sides: another drop_quantiles is refused, the same value given or left out is not."""
+    from funcsac.driver.run.checkpoint import CheckpointError
+    from funcsac.driver.run.resume import PAYLOAD_KEYS, check_resumable
+    payload = dict.fromkeys(PAYLOAD_KEYS)
+    payload["config"] = TrainConfig(algorithm="tqc", drop_quantiles=1).to_dict()
+    with pytest.raises(CheckpointError, match="drop_quantiles: checkpoint 1 vs now 2"):
+        check_resumable(TrainConfig(algorithm="tqc"), payload)
+    payload["config"] = TrainConfig(algorithm="tqc").to_dict()
+    check_resumable(TrainConfig(algorithm="tqc", num_quantiles=25), payload)

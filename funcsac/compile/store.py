@@ -145,7 +145,6 @@ def _load(path: Path, key: bytes) -> Optional[tuple]:
     return None
 
 
-
 def _save(path: Path, key: bytes, compiled, structure, build: Path) -> None:
     """``compiled`` and its output ``structure`` (``_compile_ahead``'s) saved at ``path`` with
     the files of its build folder ``build``, signed with ``key``; the file is replaced whole."""

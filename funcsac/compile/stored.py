@@ -66,7 +66,6 @@ OPTIONS = {"use_aoti": True,
            "aot_inductor.enable_line_tables": False}
 
 
-
 def _leaves_of(fn: Callable) -> Callable:
     """``fn`` returning the tensors of its output as a flat tuple. What a stored
     function returns is rebuilt outside it (``StoredFunction``): torch 2.13's saved bytecode
@@ -98,7 +97,6 @@ def _compile_ahead(fn: Callable, args: tuple, build: Path):
     compiled = torch.compile(_leaves_of(fn), fullgraph=True, dynamic=False,
                              options=options).aot_compile((args, {}))
     return compiled, _output_structure(fn, args)
-
 
 
 @functools.lru_cache(maxsize=None)
@@ -156,7 +154,8 @@ def _keyed_config(config):
     not enter the compiled graph) and no network factories (``_chosen_code`` has them)."""
     defaults = {f.name: f.default for f in dataclasses.fields(config)
                 if f.name in INITIAL_VALUE_FIELDS}
-    return dataclasses.replace(config, actor_factory=None, critic_factory=None, **defaults)
+    return dataclasses.replace(config, actor_factory=None, critic_factory=None,
+                               encoder_factory=None, **defaults)
 
 
 def _chosen_code(config) -> tuple:

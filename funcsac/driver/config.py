@@ -147,10 +147,11 @@ def _fields_of(cls, names=None) -> list:
 
 
 class _TrainConfigMethods:
-    def __init__(self, options: Optional[dict] = None, **settings):
+    def __init__(self, *, options: Optional[dict] = None, **settings):
         """A config from settings by flat name: the fields, and the registered variants'
         options, given in ``options`` or beside the fields (``TrainConfig(num_quantiles=10)``);
-        ``ValueError`` naming an unknown one."""
+        ``ValueError`` naming an unknown one. ``options`` then holds every option of the chosen
+        variants, the defaults filled in."""
         fields = self.field_defaults()
         known = registry.option_fields()
         unknown = sorted(set(settings) - set(fields) - set(known))
@@ -171,6 +172,7 @@ class _TrainConfigMethods:
         object.__setattr__(self, "options", {k: tuple(v) if isinstance(v, list) else v
                                              for k, v in dict(self.options).items()})
         check_train_config(self)
+        object.__setattr__(self, "options", self.sac_config(1, 1).option_settings())
 
     def sac_config(self, obs_dim: int, act_dim: int, policy: str = "tanh_gaussian",
                    image_shape: tuple = (), state_dim: int = 0) -> SACConfig:
@@ -202,7 +204,7 @@ class _TrainConfigMethods:
         return round(self.batch_size * self.offline_ratio)
 
     def to_dict(self) -> dict:
-        """Plain values (JSON-serialisable) by flat name: the fields, then the options given."""
+        """Plain values (JSON-serialisable) by flat name: the fields, then the options."""
         values = dataclasses.asdict(self)
         options = values.pop("options")
         return {**values, **options}
@@ -226,11 +228,13 @@ TrainConfig = dataclasses.make_dataclass(
         metadata={"help": "the chosen variants' options given, by name"}))],
     bases=(_TrainConfigMethods,), frozen=True, init=False)
 TrainConfig.__module__ = __name__  # for pickling and the docs
+registry.RESERVED_NAMES.update(f.name for f in dataclasses.fields(RunSettings))
 TrainConfig.__doc__ = """Everything a training run needs: the run's settings (``RunSettings``),
     the agent's shared settings (``SACConfig``'s, with its defaults) and ``options``, the options
-    given of the chosen algorithm, network and encoder, by flat name (``{"num_quantiles": 10}``;
-    ``from_dict`` and ``to_dict`` take and give them beside the fields). One env step means one
-    step of each of the ``num_envs``. Invalid values raise ``ValueError`` naming the field."""
+    of the chosen algorithm, network and encoder by flat name (``{"num_quantiles": 10, ...}``,
+    the defaults filled in; ``from_dict`` and ``to_dict`` take and give them beside the fields).
+    One env step means one step of each of the ``num_envs``. Invalid values raise ``ValueError``
+    naming the field."""
 
 
 def settings() -> Dict[str, tuple]:
@@ -239,8 +243,11 @@ def settings() -> Dict[str, tuple]:
     hints = typing.get_type_hints(TrainConfig)
     found = {f.name: (hints[f.name], f.default, help_text(f.name))
              for f in dataclasses.fields(TrainConfig) if f.name != "options"}
-    for name, (field, hint, _) in registry.option_fields().items():
-        found.setdefault(name, (hint, field.default, help_text(name)))
+    for name, (field, hint, owners) in registry.option_fields().items():
+        if name in found:  # registered before the driver reserved its names
+            raise ValueError(f"the option {name!r} of {owners[0]} takes the name of a run "
+                             "setting; rename it")
+        found[name] = (hint, field.default, help_text(name))
     return found
 
 

@@ -20,7 +20,7 @@ PRESETS = {
     # Reinforcement-Learning, built on REDQ's code): 2 critics with dropout and LayerNorm, UTD
     # 20, one actor step after the 20 critic steps, REDQ's learning rates 3e-4; the dropout rate
     # (0.01 by default) and MBPO's target entropy per task (PER_TASK).
-    "droq": {"num_critics": 2, "critic_dropout": 0.01, "critic_layer_norm": True,
+    "droq": {"num_critics": 2, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "actor_lr": 3e-4,
              "critic_lr": 3e-4, "alpha_lr": 3e-4},
     # RLPD (Ball et al. 2023; ikostrikov/rlpd configs/rlpd_config.py and sac_learner.py): online
@@ -76,7 +76,7 @@ PRESETS = {
     # wide, an actor 2 x 256, learning rates 3e-4; the top quantiles dropped per critic from the
     # target per task (README.md: HalfCheetah 0, Hopper 5, the others 2; PER_TASK). (sb3-contrib's
     # and sbx's TQC default to 2 critics of 256 x 256, the same 25 quantiles and 2 dropped.)
-    "tqc": {"algorithm": "tqc", "num_critics": 5, "num_quantiles": 25, "drop_quantiles": 2,
+    "tqc": {"algorithm": "tqc", "num_critics": 5, "num_quantiles": 25,
             "critic_lr": 3e-4, "alpha_lr": 3e-4, "hidden_sizes": (512, 512, 512),
             "actor_hidden_sizes": (256, 256)},
     # DrQ (Kostrikov, Yarats and Fergus 2020; denisyarats/drq config.yaml, drq.py): from pixels,

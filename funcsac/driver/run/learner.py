@@ -29,7 +29,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
-from ...registry import POLICIES, algorithm_of
+from ...registry import POLICIES, algorithm_of, variant_of
 from ...state import SACConfig, SACState, init_state
 from ...compile.stored import artifact_path, compile_stored
 from ...updates import update, update_with_aux
@@ -108,10 +108,14 @@ def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
 
 def _code_modules(sac_config: SACConfig) -> list:
     """The modules outside funcsac (``__main__`` aside, which a child cannot import) that define
-    the code the config chooses by name, its algorithm's losses and checks and its policy
-    family's class: a child process imports them, so that what they register is there."""
+    the code the config chooses by name: its algorithm's losses and checks, its network's and
+    encoder's functions, each one's options class, and its policy family's class: a child process
+    imports them, so that what they register is there."""
     algorithm = algorithm_of(sac_config)
+    network, encoder = variant_of(sac_config, "network"), variant_of(sac_config, "encoder")
     code = (*dataclasses.astuple(algorithm.losses), algorithm.check, algorithm.critic_outputs,
+            network.build, network.check, encoder.build, encoder.prepare, encoder.target_rate,
+            encoder.check, algorithm.options, network.options, encoder.options,
             type(POLICIES[sac_config.policy]))
     names = {getattr(x, "__module__", None) for x in code}
     return sorted(n for n in names if n and n != "__main__" and n.split(".")[0] != "funcsac")
