@@ -10,7 +10,7 @@ from torch import nn
 from . import registry
 from .batch_renorm import BatchRenorm
 from .layers import KeyedDropout, Residual
-from .registry import Network, register, setting
+from .registry import Network, is_real, register, setting
 
 
 def mlp(in_dim: int, out_dim: int, hidden_sizes, activation=nn.ReLU, layer_norm: bool = False,
@@ -94,7 +94,7 @@ class MLPOptions:
     def check(self, config) -> None:
         """``ValueError`` naming an option of the wrong kind."""
         d = self.critic_dropout
-        if not (isinstance(d, (int, float)) and not isinstance(d, bool) and 0.0 <= d < 1.0):
+        if not (is_real(d) and 0.0 <= d < 1.0):
             raise ValueError(f"SACConfig.critic_dropout must be in [0, 1), got {d!r}")
         for name in ("critic_layer_norm", "critic_batch_renorm", "actor_batch_renorm"):
             if not isinstance(getattr(self, name), bool):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 from typing import Any, Callable, Optional, Tuple
 
@@ -12,7 +11,8 @@ from torch import nn
 from . import architectures, encoders  # noqa: F401  (they register themselves)
 from . import registry
 from .platform.devices import check_device
-from .registry import POLICIES, ROOMS, algorithm_of, option_names, setting, variant_of
+from .registry import (POLICIES, ROOMS, algorithm_of, is_int, is_real, option_names, setting,
+                       variant_of)
 
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
 # fields that only set the initial value of a dynamic hyperparameter (a leaf of the state)
@@ -152,10 +152,10 @@ class SACConfig:
             _require(isinstance(value, (list, tuple)), name, "must be a sequence of numbers", value)
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "device", check_device(self.device, "SACConfig.device"))
-        if self.num_target_critics is None and _is_int(self.num_critics):
+        if self.num_target_critics is None and is_int(self.num_critics):
             object.__setattr__(self, "num_target_critics", min(2, self.num_critics))
-        if (self.target_entropy is None and _is_int(self.act_dim) and self.policy in POLICIES
-                and _is_real(self.target_entropy_scale)):
+        if (self.target_entropy is None and is_int(self.act_dim) and self.policy in POLICIES
+                and is_real(self.target_entropy_scale)):
             object.__setattr__(self, "target_entropy",
                                self.target_entropy_scale
                                * POLICIES[self.policy].default_target_entropy(self.act_dim))
@@ -262,14 +262,6 @@ def _require(ok: bool, field: str, message: str, value) -> None:
         raise ValueError(f"SACConfig.{field} {message}, got {value!r}")
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _is_real(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _options_kind(cfg: SACConfig, room: str) -> Optional[type]:
     """The options dataclass of the variant ``cfg`` chooses in ``room`` (``None``: it has none,
     or ``cfg`` names no registered variant, which ``validate_config`` reports)."""
@@ -298,9 +290,9 @@ def _check_images(cfg: SACConfig, algorithm) -> None:
     """``image_shape`` is empty or three sizes; images go with an algorithm that keeps target
     networks (the target encoder) and are not normalised."""
     _require(isinstance(cfg.image_shape, tuple) and len(cfg.image_shape) in (0, 3)
-             and all(_is_int(n) and n >= 1 for n in cfg.image_shape), "image_shape",
+             and all(is_int(n) and n >= 1 for n in cfg.image_shape), "image_shape",
              "must be empty (vector observations) or (channels, height, width)", cfg.image_shape)
-    _require(_is_int(cfg.state_dim) and cfg.state_dim >= 0, "state_dim",
+    _require(is_int(cfg.state_dim) and cfg.state_dim >= 0, "state_dim",
              "must be an integer >= 0", cfg.state_dim)
     if not cfg.image_shape:
         _require(cfg.state_dim == 0, "state_dim", "must be 0 without image_shape (a state "
@@ -323,40 +315,40 @@ def validate_config(cfg: SACConfig) -> None:
     _check_images(cfg, algorithm)
     for name in ("obs_dim", "act_dim", "num_critics", "policy_delay", "target_update_every"):
         v = getattr(cfg, name)
-        _require(_is_int(v) and v >= 1, name, "must be an integer >= 1", v)
-    _require(len(cfg.hidden_sizes) >= 1 and all(_is_int(h) and h >= 1 for h in cfg.hidden_sizes),
+        _require(is_int(v) and v >= 1, name, "must be an integer >= 1", v)
+    _require(len(cfg.hidden_sizes) >= 1 and all(is_int(h) and h >= 1 for h in cfg.hidden_sizes),
              "hidden_sizes", "must be a non-empty sequence of integers >= 1", cfg.hidden_sizes)
-    _require(all(_is_int(h) and h >= 1 for h in cfg.actor_hidden_sizes), "actor_hidden_sizes",
+    _require(all(is_int(h) and h >= 1 for h in cfg.actor_hidden_sizes), "actor_hidden_sizes",
              "must be a sequence of integers >= 1 (empty: hidden_sizes)", cfg.actor_hidden_sizes)
     m = cfg.num_target_critics
-    _require(_is_int(m) and 1 <= m <= cfg.num_critics, "num_target_critics",
+    _require(is_int(m) and 1 <= m <= cfg.num_critics, "num_target_critics",
              f"must be an integer in [1, num_critics={cfg.num_critics}]", m)
-    _require(_is_real(cfg.gamma) and 0.0 <= cfg.gamma <= 1.0, "gamma", "must be in [0, 1]",
+    _require(is_real(cfg.gamma) and 0.0 <= cfg.gamma <= 1.0, "gamma", "must be in [0, 1]",
              cfg.gamma)
-    _require(_is_real(cfg.tau) and 0.0 <= cfg.tau <= 1.0, "tau", "must be in [0, 1]", cfg.tau)
+    _require(is_real(cfg.tau) and 0.0 <= cfg.tau <= 1.0, "tau", "must be in [0, 1]", cfg.tau)
     for name in ("actor_lr", "critic_lr", "alpha_lr", "adam_eps"):
         v = getattr(cfg, name)
-        _require(_is_real(v) and v >= 0.0, name, "must be a finite number >= 0", v)
-    _require(_is_real(cfg.init_alpha) and cfg.init_alpha > 0.0, "init_alpha", "must be > 0",
+        _require(is_real(v) and v >= 0.0, name, "must be a finite number >= 0", v)
+    _require(is_real(cfg.init_alpha) and cfg.init_alpha > 0.0, "init_alpha", "must be > 0",
              cfg.init_alpha)
     _require(isinstance(cfg.learn_alpha, bool), "learn_alpha", "must be a bool", cfg.learn_alpha)
-    _require(_is_real(cfg.target_entropy_scale), "target_entropy_scale", "must be a finite number",
+    _require(is_real(cfg.target_entropy_scale), "target_entropy_scale", "must be a finite number",
              cfg.target_entropy_scale)
-    _require(_is_real(cfg.target_entropy), "target_entropy", "must be a finite number or None",
+    _require(is_real(cfg.target_entropy), "target_entropy", "must be a finite number or None",
              cfg.target_entropy)
-    _require(cfg.max_grad_norm is None or (_is_real(cfg.max_grad_norm) and cfg.max_grad_norm > 0),
+    _require(cfg.max_grad_norm is None or (is_real(cfg.max_grad_norm) and cfg.max_grad_norm > 0),
              "max_grad_norm", "must be None or a number > 0", cfg.max_grad_norm)
-    _require(_is_real(cfg.weight_decay) and cfg.weight_decay >= 0.0, "weight_decay",
+    _require(is_real(cfg.weight_decay) and cfg.weight_decay >= 0.0, "weight_decay",
              "must be a number >= 0", cfg.weight_decay)
     _require(cfg.weight_decay_on in ("weights", "all"), "weight_decay_on",
              "must be 'weights' (parameters of >= 2 dims) or 'all'", cfg.weight_decay_on)
     _require(len(cfg.adam_betas) == 2
-             and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.adam_betas),
+             and all(is_real(b) and 0.0 <= b < 1.0 for b in cfg.adam_betas),
              "adam_betas", "must be two numbers in [0, 1)", cfg.adam_betas)
     _require(len(cfg.alpha_adam_betas) in (0, 2)
-             and all(_is_real(b) and 0.0 <= b < 1.0 for b in cfg.alpha_adam_betas),
+             and all(is_real(b) and 0.0 <= b < 1.0 for b in cfg.alpha_adam_betas),
              "alpha_adam_betas", "must be empty or two numbers in [0, 1)", cfg.alpha_adam_betas)
-    _require(_is_real(cfg.log_std_min) and _is_real(cfg.log_std_max)
+    _require(is_real(cfg.log_std_min) and is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
     _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",

@@ -8,14 +8,13 @@ Images arrive as ``uint8 [B, C, H, W]`` (frames stacked along the channels), alo
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import keys, registry
-from .registry import Encoder, register, setting
+from .registry import Encoder, is_int, is_real, register, setting
 
 
 def drq_encoder(image_shape: tuple, feature_dim: int = 50, filters: int = 32) -> nn.Sequential:
@@ -82,13 +81,11 @@ class DrQOptions:
     def check(self, config) -> None:
         """``ValueError`` naming an option out of range."""
         pad, scale, tau = self.image_pad, self.encoder_tau_scale, config.tau
-        if not (isinstance(pad, int) and not isinstance(pad, bool) and pad >= 0):
+        if not (is_int(pad) and pad >= 0):
             raise ValueError(f"SACConfig.image_pad must be an integer >= 0, got {pad!r}")
-        real = lambda x: (isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
-                          and math.isfinite(x))
         # a tau out of [0, 1] is left to its own check
-        if not (real(scale) and scale > 0 and not (real(tau) and 0 <= tau <= 1
-                                                    and scale * tau > 1)):
+        if not (is_real(scale) and scale > 0 and not (is_real(tau) and 0 <= tau <= 1
+                                                       and scale * tau > 1)):
             raise ValueError(f"SACConfig.encoder_tau_scale must be a number > 0 whose product "
                              f"with tau ({tau}) is at most 1 (the target encoder's polyak rate), "
                              f"got {scale!r}")

@@ -12,6 +12,7 @@ line, config files, presets) name an option by its field name, which is unique a
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Any, Callable, Dict, Optional
 
@@ -20,6 +21,16 @@ def setting(default, help: str, **field):
     """A dataclass field that is a setting: its default and its one-line help (the command
     line's flags are made from these)."""
     return dataclasses.field(default=default, metadata={"help": help}, **field)
+
+
+def is_int(x) -> bool:
+    """Whether ``x`` is an integer (not a bool): for the checks of settings."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def is_real(x) -> bool:
+    """Whether ``x`` is a finite number (not a bool): for the checks of settings."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _one_output(config) -> int:

@@ -23,7 +23,7 @@ from .. import keys
 from ..batch import Batch
 from ..losses import ActorOut, CriticOut, Losses, bootstrap, policy_loss, sample_action
 from ..networks import Params, apply_critics
-from ..registry import Algorithm, register, setting
+from ..registry import Algorithm, is_int, register, setting
 from ..state import SACState, Static
 
 
@@ -102,9 +102,9 @@ class TQCOptions:
         """``ValueError`` unless ``1 <= num_quantiles`` and ``0 <= drop_quantiles <
         num_quantiles``."""
         k, d = self.num_quantiles, self.drop_quantiles
-        if not (isinstance(k, int) and not isinstance(k, bool) and k >= 1):
+        if not (is_int(k) and k >= 1):
             raise ValueError(f"SACConfig.num_quantiles must be an integer >= 1, got {k!r}")
-        if not (isinstance(d, int) and not isinstance(d, bool) and 0 <= d < k):
+        if not (is_int(d) and 0 <= d < k):
             raise ValueError(f"SACConfig.drop_quantiles must be an integer in [0, num_quantiles="
                              f"{k}), got {d!r}")
 
