@@ -33,7 +33,10 @@ class SACConfig:
     ``network_options`` and ``encoder_options`` (``None``: the variant's defaults), such as
     ``SACConfig(..., algorithm="tqc", algorithm_options=TQCOptions(num_quantiles=10))``;
     ``SACConfig.of`` takes every setting by its flat name instead
-    (``SACConfig.of(..., algorithm="tqc", num_quantiles=10)``).
+    (``SACConfig.of(..., algorithm="tqc", num_quantiles=10)``). Another variant takes its own
+    options: ``dataclasses.replace(cfg, algorithm="sac")`` on a TQC config is refused (its
+    options are TQC's), ``SACConfig.of(**{**cfg.settings(), "algorithm": "sac"}, ...)`` is not
+    (TQC's options at their defaults are dropped).
 
     ``network`` chooses the default networks: ``"mlp"``, ReLU MLPs with one hidden layer per entry
     of ``hidden_sizes`` (options ``funcsac.architectures.MLPOptions``: the critic's dropout,
@@ -298,9 +301,6 @@ def _check_images(cfg: SACConfig, algorithm) -> None:
         _require(cfg.state_dim == 0, "state_dim", "must be 0 without image_shape (a state "
                  "vector goes beside images; vector observations are obs_dim)", cfg.state_dim)
         return
-    _require(min(cfg.image_shape[1:]) >= 15 or cfg.encoder_factory is not None, "image_shape",
-             "must be at least 15 x 15 pixels for the default encoder's convolutions",
-             cfg.image_shape)
     _require(not cfg.normalize_obs, "normalize_obs", "must be False with image observations "
              "(images are scaled to [-0.5, 0.5], not normalised)", cfg.normalize_obs)
     _require(algorithm.target_networks, "algorithm", "must keep target networks with image "

@@ -91,10 +91,20 @@ class DrQOptions:
                              f"got {scale!r}")
 
 
+def _check_drq(config) -> None:
+    """``ValueError`` for images too small for DrQ's convolutions (unless a factory builds the
+    encoder)."""
+    shape = config.image_shape
+    if shape and config.encoder_factory is None and min(shape[1:]) < 15:
+        raise ValueError(f"SACConfig.image_shape must be at least 15 x 15 pixels for the drq "
+                         f"encoder's convolutions, got {shape!r}")
+
+
 register(Encoder(
     "drq", build=lambda image_shape, features, options: drq_encoder(image_shape, features),
     prepare=lambda obs, dtype, key, options: prepare_images(obs, dtype, key, options.image_pad),
     target_rate=lambda tau, options: tau * options.encoder_tau_scale, options=DrQOptions,
+    check=_check_drq,
     help="DrQ's convolutions, images shifted by up to image_pad pixels each gradient step"))
 
 

@@ -173,7 +173,7 @@ def test_image_batches_and_observations_are_checked():
     (dict(image_shape=(3, 20)), "image_shape"),
     (dict(state_dim=3), "state_dim"),
     (dict(image_shape=IMAGE, state_dim=-1), "state_dim"),
-    (dict(image_shape=(3, 12, 12)), "image_shape"),
+    (dict(image_shape=(3, 12, 12)), "image_shape must be at least 15 x 15 pixels for the drq"),
     (dict(image_shape=IMAGE, image_pad=-1), "image_pad"),
     (dict(image_shape=IMAGE, encoder_tau_scale=0.0), "encoder_tau_scale"),
     (dict(image_shape=IMAGE, tau=0.5, encoder_tau_scale=3.0), "encoder_tau_scale"),
