@@ -127,6 +127,9 @@ class SACConfig:
     log_std_max: float = setting(2.0, "upper bound of the policy's log standard deviation")
     actor_q_reduction: str = setting(
         "min", "how the actor loss combines the critics: min or mean")
+    target_q_reduction: str = setting(
+        "min", "how the TD target combines the target critics (a random num_target_critics of "
+        "them): min (SAC, REDQ) or mean (BRO)")
     normalize_obs: bool = setting(
         False, "normalise observations by their running mean and std (kept in the agent's state "
         "and checkpoints, applied when acting, training and in exports)")
@@ -351,8 +354,9 @@ def validate_config(cfg: SACConfig) -> None:
     _require(is_real(cfg.log_std_min) and is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
-    _require(cfg.actor_q_reduction in ("min", "mean"), "actor_q_reduction",
-             "must be 'min' or 'mean'", cfg.actor_q_reduction)
+    for name in ("actor_q_reduction", "target_q_reduction"):
+        _require(getattr(cfg, name) in ("min", "mean"), name, "must be 'min' or 'mean'",
+                 getattr(cfg, name))
     for name in ("normalize_obs", "scale_rewards"):
         _require(isinstance(getattr(cfg, name), bool), name, "must be a bool", getattr(cfg, name))
     for name in ("actor_factory", "critic_factory", "encoder_factory"):

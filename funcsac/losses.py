@@ -41,15 +41,16 @@ def td_target(state: SACState, batch, key: torch.Tensor) -> torch.Tensor:
     """``r + gamma^horizon * (1 - terminated) * (min_M Q_target(s', a') - alpha * log pi(a'|s'))``
     [B] (``horizon`` is 1 for one-step transitions).
 
-    The min runs over a random subset of ``num_target_critics`` (REDQ's M) of the N target critics;
-    only those M are evaluated.
+    The min (or the mean, per ``config.target_q_reduction``) runs over a random subset of
+    ``num_target_critics`` (REDQ's M) of the N target critics; only those M are evaluated.
     """
     cfg, static = state.config, state.static
     k_action, k_subset, k_dropout = keys.split(key, 3)
     next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
     target = target_subset(cfg, state.target_critic, k_subset)
     q = apply_critics(static.critic, target, batch.next_obs, next_action, k_dropout)
-    return bootstrap(state, batch, q.min(0).values - torch.exp(state.log_alpha) * next_log_prob)
+    q = reduce_critics(q, cfg.target_q_reduction)
+    return bootstrap(state, batch, q - torch.exp(state.log_alpha) * next_log_prob)
 
 
 def target_subset(cfg, critics, key: torch.Tensor):

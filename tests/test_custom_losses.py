@@ -1,8 +1,10 @@
 """Replacing or extending one loss without copying update."""
+import pytest
 import torch
 import torch.nn.functional as F
 
 import funcsac
+from funcsac.losses import sample_action
 from funcsac.networks import apply_critics
 from helpers import make_batch, small_config
 
@@ -65,3 +67,22 @@ def test_replaced_target():
     torch.testing.assert_close(m["critic_loss"], m_expected["critic_loss"], rtol=0, atol=0)
     _, m_default = funcsac.update(state, batch)
     assert not torch.allclose(m["critic_loss"], m_default["critic_loss"])
+
+
+@pytest.mark.parametrize("how", ["min", "mean"])
+def test_the_td_target_combines_the_target_critics_as_configured(how):
+    """``target_q_reduction``: the min (SAC) or the mean (BRO) of the target critics' values at
+    ``(s', a')``, written out for 3 critics."""
+    cfg = small_config(num_critics=3, num_target_critics=3, target_q_reduction=how,
+                       dtype=torch.float64, init_alpha=0.3, gamma=0.9)
+    state, batch = funcsac.init_state(cfg, seed=0), make_batch(cfg, batch_size=8)
+    key = funcsac.keys.make_key(5)
+    k_action = funcsac.keys.split(key, 3)[0]
+    a, log_prob = sample_action(state.actor, state.static, batch.next_obs, k_action)
+    q = [funcsac.apply_critic(state.static.critic, {k: v[i] for k, v in
+                                                    state.target_critic.items()},
+                              batch.next_obs, a) for i in range(3)]
+    combined = torch.minimum(torch.minimum(q[0], q[1]), q[2]) if how == "min" else sum(q) / 3
+    not_done = 1.0 - batch.terminated.double()
+    expected = batch.reward + 0.9 * not_done * (combined - 0.3 * log_prob)
+    torch.testing.assert_close(funcsac.td_target(state, batch, key), expected)

@@ -189,7 +189,8 @@ def test_presets_build_their_published_networks():
     ("simba", dict(log_std_min=-10.0, log_std_max=2.0, weight_decay_on="all",
                    target_entropy=-3.0, temperature_betas=(0.9, 0.999))),
     # naumix/BiggerRegularizedOptimistic bro_minimal: target entropy -act_dim / 2, temp beta1 0.5
-    ("bro", dict(weight_decay_on="all", target_entropy=-3.0, temperature_betas=(0.5, 0.999))),
+    ("bro", dict(weight_decay_on="all", target_entropy=-3.0, temperature_betas=(0.5, 0.999),
+                 target_q_reduction="mean")),
     # ikostrikov/rlpd sac_learner.py: target entropy -act_dim / 2
     ("rlpd", dict(target_entropy=-3.0, policy_delay=20)),
 ])

@@ -17,7 +17,7 @@ import torch
 
 from .. import keys
 from ..batch import Batch
-from ..losses import CriticOut, Losses, sample_action, target_subset
+from ..losses import CriticOut, Losses, reduce_critics, sample_action, target_subset
 from ..networks import Params, apply_critics_training
 from ..registry import Algorithm, register
 from ..state import SACState, Static
@@ -49,7 +49,8 @@ def crossq_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action
         torch.cat([action, target["next_action"]]), k_pass)
     q, q_next = q_both[:, :B], q_both[:, B:].detach()
     q_next = target_subset(cfg, q_next, k_subset)
-    y = target["reward"] + target["discount"] * (q_next.min(0).values + target["entropy"])
+    y = target["reward"] + target["discount"] * (reduce_critics(q_next, cfg.target_q_reduction)
+                                                 + target["entropy"])
     loss = 0.5 * (weight * (q - y).square()).mean(-1).sum(0)
     return loss, CriticOut(q, y, stats)
 

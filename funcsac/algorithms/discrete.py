@@ -82,12 +82,14 @@ register_policy("categorical", Categorical())
 
 def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     """``r + gamma^horizon * (1 - terminated) * sum_a pi(a|s') (min_M Q_target(s', a)
-    - alpha * log pi(a|s'))`` [B]; the min over a random ``num_target_critics`` of the targets."""
+    - alpha * log pi(a|s'))`` [B]; the min (or mean, ``target_q_reduction``) over a random
+    ``num_target_critics`` of the targets."""
     cfg, static = state.config, state.static
     k_subset, k_dropout = keys.split(key, 2)
     log_p = apply_logits(static.actor, state.actor, batch.next_obs)
     target = target_subset(cfg, state.target_critic, k_subset)
-    q = reduce_critics(apply_q_values(static.critic, target, batch.next_obs, k_dropout), "min")
+    q = reduce_critics(apply_q_values(static.critic, target, batch.next_obs, k_dropout),
+                       cfg.target_q_reduction)
     soft_value = (log_p.exp() * (q - torch.exp(state.log_alpha) * log_p)).sum(-1)
     return bootstrap(state, batch, soft_value)
 

@@ -53,12 +53,12 @@ PRESETS = {
     # 250k, 500k, 750k, ...; funcsac resets periodically, here every 50k, so that runs short
     # enough for a CPU (at replay ratio 10, 100k steps take hours on 2 cores) reset at all; and
     # the target entropy -act_dim / 2 and the temperature's Adam beta1 0.5. Not carried over:
-    # the quantile critics and optimistic exploration (the "O"), the mean of the critics in the
-    # TD target (funcsac takes their min).
+    # the quantile critics and optimistic exploration (the "O"). The TD target takes the mean of
+    # the critics (bro_learner.py).
     "bro": {"network": "bronet", "hidden_sizes": (512, 512), "actor_hidden_sizes": (256,),
             "actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4, "weight_decay": 1e-4,
-            "weight_decay_on": "all", "actor_q_reduction": "mean", "target_entropy_scale": 0.5,
-            "alpha_adam_betas": (0.5, 0.999), "utd": 10,
+            "weight_decay_on": "all", "actor_q_reduction": "mean", "target_q_reduction": "mean",
+            "target_entropy_scale": 0.5, "alpha_adam_betas": (0.5, 0.999), "utd": 10,
             "reset_every": 50_000},
     # CrossQ (Bhatt et al. 2024; sbx/crossq/crossq.py and policies.py): no target network,
     # critics evaluated on the current and next pairs in one pass, batch renormalisation after
