@@ -241,13 +241,13 @@ def settings() -> Dict[str, tuple]:
     """Every setting by flat name: ``(type, default, help)``, the ``TrainConfig`` fields then
     the registered variants' options (the command line's flags)."""
     hints = typing.get_type_hints(TrainConfig)
-    found = {f.name: (hints[f.name], f.default, help_text(f.name))
+    found = {f.name: (hints[f.name], f.default, _field_help(f))
              for f in dataclasses.fields(TrainConfig) if f.name != "options"}
     for name, (field, hint, owners) in registry.option_fields().items():
         if name in found:  # registered before the driver reserved its names
             raise ValueError(f"the option {name!r} of {owners[0]} takes the name of a run "
                              "setting; rename it")
-        found[name] = (hint, field.default, help_text(name))
+        found[name] = (hint, field.default, _option_help(field, owners))
     return found
 
 
@@ -256,9 +256,17 @@ def help_text(name: str) -> str:
     says whose it is."""
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     if name in fields:
-        text = fields[name].metadata["help"]
-        return f"{text}, one of: {room_help(name)}" if name in ROOMS else text
+        return _field_help(fields[name])
     field, _, owners = registry.option_fields()[name]
+    return _option_help(field, owners)
+
+
+def _field_help(field: dataclasses.Field) -> str:
+    text = field.metadata["help"]
+    return f"{text}, one of: {room_help(field.name)}" if field.name in ROOMS else text
+
+
+def _option_help(field: dataclasses.Field, owners: tuple) -> str:
     return f"{field.metadata['help']} ({', '.join(owners)})"
 
 

@@ -25,9 +25,9 @@ def written_temporary(directory: Path, prefix: str, write, private: bool = False
     ``private``. On failure the file is removed."""
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
     try:
-        if not private:  # the mode a plain open() would give, not mkstemp's 0600
-            os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
+            if not private:  # the mode a plain open() would give, not mkstemp's 0600
+                os.fchmod(f.fileno(), 0o666 & ~_umask())
             write(f)
             f.flush()
             os.fsync(f.fileno())
