@@ -57,6 +57,9 @@ class PolicyFamily:
     """
 
     action_space = "actions of the policy's space"  # what valid actions are, for messages
+    # the return horizon of the transitions a driver collects when it is not told one (1:
+    # one-step transitions; the driver's ``n_step``)
+    default_n_step = 1
 
     def head_size(self, act_dim: int) -> int:
         """The width of the actor network's output."""

@@ -14,7 +14,7 @@ import torch
 
 from .. import registry
 from ..config import SACConfig
-from ..registry import ROOMS, room_help, setting
+from ..registry import POLICIES, ROOMS, room_help, setting
 from ..state import HParams
 from .envs.make import Pixels
 from .validate import check_train_config
@@ -82,10 +82,11 @@ class RunSettings:
         0,
         "environment steps between resets of every agent's networks, targets, optimizer moments "
         "and temperature, as BRO does (funcsac.reset_params; 0: never)")
-    n_step: int = setting(
-        1,
+    n_step: Optional[int] = setting(
+        None,
         "environment steps per transition: n-step returns sum_k gamma^k r_k, bootstrapped with "
-        "gamma^n, cut at episode ends")
+        "gamma^n, cut at episode ends (none: the policy family's default, 1 for continuous "
+        "actions, 3 for discrete ones; 1 for image observations)")
     prioritized: bool = setting(
         False,
         "prioritized experience replay: rows drawn in proportion to (|TD error| + epsilon)^alpha, "
@@ -185,6 +186,15 @@ class _TrainConfigMethods:
                             act_dim=act_dim, policy=policy, device=self.device,
                             dtype=getattr(torch, self.dtype), image_shape=image_shape,
                             state_dim=state_dim, **fields, **self.options)
+
+    def for_env(self, spec) -> "TrainConfig":
+        """This config with the settings it leaves to the environment settled for ``spec`` (an
+        ``EnvSpec``): ``n_step`` None becomes the policy family's ``default_n_step`` (1 for
+        image observations)."""
+        if self.n_step is not None:
+            return self
+        n_step = 1 if spec.image_shape else POLICIES[spec.policy].default_n_step
+        return dataclasses.replace(self, n_step=n_step)
 
     def agent_config(self, spec) -> SACConfig:
         """The agent's SACConfig for an environment's spaces (an ``EnvSpec``)."""

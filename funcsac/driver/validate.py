@@ -23,8 +23,10 @@ def check_train_config(config) -> None:
     check_device(config.device, "TrainConfig.device")
     parse_sweep(config.sweep)
     for name in ("total_steps", "num_seeds", "num_envs", "buffer_size", "batch_size", "utd",
-                 "eval_episodes", "log_every", "n_step"):
+                 "eval_episodes", "log_every"):
         _positive_int(name, getattr(config, name))
+    if config.n_step is not None:
+        _positive_int("n_step", config.n_step)
     for name in ("learning_starts", "eval_every", "checkpoint_every", "seed", "reset_every"):
         _positive_int(name, getattr(config, name), minimum=0)
     if config.autoreset_mode not in ("same-step", "next-step"):
@@ -78,7 +80,7 @@ def check_image_run(config, why: str) -> None:
     """Refuse what runs on image observations do not take (n-step returns, offline data,
     observation normalisation); ``why`` says what makes the observations images."""
     for name, off in (("n_step", 1), ("offline_data", ""), ("normalize_obs", False)):
-        if getattr(config, name) != off:
+        if getattr(config, name) not in (off, None):
             raise ValueError(f"TrainConfig.{name} is not supported with {why} (got "
                              f"{getattr(config, name)!r})")
 

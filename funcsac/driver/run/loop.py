@@ -118,8 +118,11 @@ class Run:
             raise
 
     def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
-        config, A, n = self.config, len(self.agents), self.config.num_envs
-        self.spec = env_spec(self.envs, config.pixels)
+        self.spec = env_spec(self.envs, self.config.pixels)
+        config, A, n = self.config.for_env(self.spec), len(self.agents), self.config.num_envs
+        if config.n_step != self.config.n_step:
+            LOGGER.info(f"n_step {config.n_step}: the default of {self.spec.policy} policies")
+        self.config = config
         if self.spec.image_shape and not config.pixels:
             check_image_run(config, f"{config.env_id}'s image observations")
         sac_config = config.agent_config(self.spec)
@@ -258,7 +261,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
     with showing_status(), _StopFlag() as stop, _run_settings(), writing_to(run_dir):
         payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
         if payload is not None:
-            check_resumable(config, payload)
+            config = check_resumable(config, payload)
         prepare_run_dir(run_dir, resume, overwrite)
         run = Run(config, run_dir, payload, callbacks)
         try:

@@ -2,6 +2,7 @@
 resume changes, and fresh episodes for sub-environments whose state was not saved."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
@@ -18,15 +19,19 @@ from .status import LOGGER
 PAYLOAD_KEYS = {"config", "agent", "buffers", "progress", "envs"}
 
 
-def check_resumable(config: TrainConfig, payload: dict) -> None:
-    """Raise ``CheckpointError`` unless ``payload`` is a run checkpoint of ``config`` (which may
-    differ in ``RESUME_MAY_CHANGE``)."""
+def check_resumable(config: TrainConfig, payload: dict) -> TrainConfig:
+    """``config`` with the settings it leaves to the environment (``n_step`` None) as the
+    checkpoint's run settled them; ``CheckpointError`` unless ``payload`` is a run checkpoint of
+    that config (which may differ in ``RESUME_MAY_CHANGE``)."""
     missing = PAYLOAD_KEYS - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint lacks {sorted(missing)}: not written by this funcsac")
     plain = lambda v: json.loads(json.dumps(v))  # noqa: E731  (tuples and lists compare equal)
-    # a setting newer than the checkpoint had its default value there (the feature was off)
-    saved = {**TrainConfig.field_defaults(), **payload["config"]}
+    # a setting newer than the checkpoint had its default value there (the feature was off:
+    # one-step transitions before n_step existed)
+    saved = {**TrainConfig.field_defaults(), "n_step": 1, **payload["config"]}
+    if config.n_step is None:
+        config = dataclasses.replace(config, n_step=saved["n_step"])
     diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
             if k not in RESUME_MAY_CHANGE and plain(saved.get(k)) != plain(v)}
     if diff:
@@ -35,6 +40,7 @@ def check_resumable(config: TrainConfig, payload: dict) -> None:
                               "only run-length and logging settings and dynamic "
                               f"hyperparameters ({', '.join(HParams._fields)}) may change on "
                               "resume")
+    return config
 
 
 def retune(state: SACState, config: TrainConfig, saved: dict, spec) -> tuple:
