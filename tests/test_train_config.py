@@ -140,3 +140,25 @@ def test_resume_compares_the_options_as_they_resolve():
         check_resumable(TrainConfig(algorithm="tqc"), payload)
     payload["config"] = TrainConfig(algorithm="tqc").to_dict()
     check_resumable(TrainConfig(algorithm="tqc", num_quantiles=25), payload)
+
+
+def test_n_step_left_unset_is_the_policy_familys_and_a_resume_keeps_the_checkpoints():
+    """``n_step`` None settles per environment: 3 for discrete actions, 1 for continuous ones
+    and for image observations; a given value stays; a resume takes the checkpoint's."""
+    import numpy as np
+    from funcsac.driver.envs.spec import EnvSpec
+    from funcsac.driver.run.checkpoint import CheckpointError
+    from funcsac.driver.run.resume import check_resumable
+    one = np.zeros(1)
+    discrete = EnvSpec(4, 2, one, one + 1, discrete=True)
+    continuous = EnvSpec(3, 1, one - 1, one + 1)
+    images = EnvSpec(0, 2, one, one + 1, discrete=True, image_shape=(3, 64, 64))
+    cfg = TrainConfig(env_id="CartPole-v1")
+    assert cfg.n_step is None
+    assert [cfg.for_env(s).n_step for s in (discrete, continuous, images)] == [3, 1, 1]
+    assert TrainConfig(env_id="CartPole-v1", n_step=5).for_env(discrete).n_step == 5
+    payload = {"config": cfg.for_env(discrete).to_dict(), "agent": {}, "buffers": [],
+               "progress": {}, "envs": {}}
+    assert check_resumable(cfg, payload).n_step == 3
+    with pytest.raises(CheckpointError, match="n_step: checkpoint 3 vs now 2"):
+        check_resumable(TrainConfig(env_id="CartPole-v1", n_step=2), payload)
