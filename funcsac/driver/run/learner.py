@@ -76,6 +76,7 @@ def initial_state(config: TrainConfig, sac_config: SACConfig) -> SACState:
 def replay_buffer(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
                   capacity: Optional[int] = None) -> ReplayBuffer:
     """An empty replay buffer of the run's rows (``capacity`` default: ``buffer_size``)."""
+    config = config.for_env(spec)
     priority = ((config.priority_alpha, config.priority_epsilon) if config.prioritized
                 else None)
     obs_dtype = ({k: dtype for k, (_, dtype) in sac_config.obs_parts.items()}
@@ -92,6 +93,8 @@ def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
                     num_agents: int):
     """Batches shaped as the run's learn stage samples them (zeros): what its step is compiled
     for."""
+    config = config.for_env(spec)
+
     def one_row():
         buffer = replay_buffer(config, spec, sac_config, capacity=1)
         buffer.add({k: torch.zeros(1, *shape) for k, shape in
