@@ -15,16 +15,15 @@ from measure import synced
 from workloads import WORKLOADS, random_batch, stepper
 
 PRESETS = ["sac", "redq", "droq", "tqc", "crossq", "simba", "bro"]
-# driver settings, and the actor's own sizes (here the actor is as wide as the critics)
-DRIVER_ONLY = {"utd", "offline_ratio", "reset_every", "actor_hidden_sizes"}
 
 
 def preset_config(name, device):
-    """The preset's agent settings at the W1 size (``workloads.WORKLOADS["mujoco"]``)."""
+    """The preset's agent settings at the W1 size (``workloads.WORKLOADS["mujoco"]``), the actor
+    as wide as the critics."""
     obs_dim, act_dim, hidden = WORKLOADS["mujoco"][:3]
-    settings = {k: v for k, v in funcsac.presets.preset(name).items() if k not in DRIVER_ONLY}
-    return funcsac.SACConfig.of(obs_dim=obs_dim, act_dim=act_dim, **{
-        **settings, "hidden_sizes": hidden, "actor_hidden_sizes": (), "device": str(device)})
+    return funcsac.TrainConfig(**{**funcsac.presets.preset(name), "hidden_sizes": hidden,
+                                  "actor_hidden_sizes": (), "device": str(device)}
+                               ).sac_config(obs_dim, act_dim)
 
 
 @pytest.mark.parametrize("mode", ["eager", "compiled"])

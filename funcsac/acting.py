@@ -10,7 +10,7 @@ from .batch import field_parts, map_obs
 from .encoders import encoder_input
 from .networks import apply_encoder
 from .normalize import normalize_obs
-from .registry import POLICIES
+from .registry import POLICIES, algorithm_of
 from .state import SACState
 
 
@@ -58,6 +58,10 @@ def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
         obs = apply_encoder(state.static.encoder, state.encoder, encoder_input(cfg, obs))
     if not deterministic and noise is None:
         noise = keys.normal(key, obs.shape[:-1] + (cfg.act_dim,), obs.dtype)
-    action = POLICIES[cfg.policy].act(state.static, state.actor, obs,
-                                      None if deterministic else noise)
+    explore = algorithm_of(cfg).explore
+    if explore is not None and not deterministic:  # the algorithm's own exploration (BRO)
+        action = explore(state, obs, noise)
+    else:
+        action = POLICIES[cfg.policy].act(state.static, state.actor, obs,
+                                          None if deterministic else noise)
     return action.squeeze(0) if single else action

@@ -256,8 +256,8 @@ def _check_unchosen(rest: dict, config) -> None:
         if name not in owners:
             raise ValueError(f"SACConfig has no setting {name!r}: not a field, nor an option of "
                              f"the registered variants ({', '.join(sorted(owners))})")
-        field, _, by = owners[name]
-        if value != field.default:
+        _, _, by = owners[name]
+        if value not in by.values():
             chosen = ", ".join(f"{r} {getattr(config, r)!r}" for r in ROOMS)
             raise ValueError(f"{name} is an option of {' and '.join(by)}, which this config "
                              f"does not choose ({chosen}); got {name}={value!r}")

@@ -135,10 +135,14 @@ class Losses:
     ``td_target [B]``; any pytree of tensors the critic loss takes as its ``target_q``: TQC's
     atoms ``[B, M]``, CrossQ's pieces of a target its critic loss finishes). The critic loss
     returns ``(loss, CriticOut)``, the actor loss ``(loss, ActorOut)`` and the temperature loss
-    ``(loss, loss)``, with the signatures of their defaults here.
+    ``(loss, loss)``, with the signatures of their defaults here. ``extra(state, batch, key) ->
+    (extra, metrics)``, for an algorithm with state of its own (``SACState.extra``), is its step,
+    taken after the actor's and the temperature's on the same batch: the new ``extra`` and a dict
+    of 0-d metrics (``None``: no such step).
     """
 
     critic: Callable[..., Tuple[torch.Tensor, CriticOut]] = critic_loss
     actor: Callable[..., Tuple[torch.Tensor, ActorOut]] = actor_loss
     temperature: Callable[..., Any] = temperature_loss
     target: Callable[..., Any] = td_target
+    extra: Optional[Callable[..., Tuple[Any, dict]]] = None

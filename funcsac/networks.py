@@ -201,7 +201,7 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
     return x
 
 
-def _forward(template: nn.Module, params: Params, x: torch.Tensor,
+def apply_network(template: nn.Module, params: Params, x: torch.Tensor,
              stats: Optional[Params] = None) -> torch.Tensor:
     """``template`` applied to ``x`` with ``params``, the one place the way is chosen: directly
     for a plain ``Sequential`` (``_run_plain``), else by ``functional_call`` on this thread's
@@ -227,7 +227,7 @@ def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
     ``stats`` dict, BatchRenorm layers normalise with the batch's statistics and put their new
     running statistics in it.
     """
-    out = _forward(template, params, obs, stats)
+    out = apply_network(template, params, obs, stats)
     mean, raw = out.chunk(2, dim=-1)
     log_std = log_std_min + 0.5 * (log_std_max - log_std_min) * (torch.tanh(raw) + 1.0)
     return mean, log_std
@@ -239,8 +239,8 @@ def apply_encoder(template: nn.Module, params: Params, obs) -> torch.Tensor:
     ``"pixels"`` -> its features followed by its ``"state" [B, state_dim]``,
     ``[B, obs_dim + state_dim]``."""
     if isinstance(obs, dict):
-        return torch.cat([_forward(template, params, obs["pixels"]), obs["state"]], -1)
-    return _forward(template, params, obs)
+        return torch.cat([apply_network(template, params, obs["pixels"]), obs["state"]], -1)
+    return apply_network(template, params, obs)
 
 
 def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,
@@ -250,7 +250,7 @@ def apply_critic(template: nn.Module, params: Params, obs: torch.Tensor, action:
     masks (None: no dropout); with a ``stats`` dict, BatchRenorm layers normalise with the
     batch's statistics and put their new running statistics in it."""
     params = with_dropout_keys(params, dropout_key_names(template), key)
-    return _forward(template, params, torch.cat([obs, action], dim=-1), stats).squeeze(-1)
+    return apply_network(template, params, torch.cat([obs, action], dim=-1), stats).squeeze(-1)
 
 
 def apply_critics(template: nn.Module, params: Params, obs: torch.Tensor, action: torch.Tensor,

@@ -41,6 +41,10 @@ def _no_check(config) -> None:
     return None
 
 
+def _no_modules(config) -> dict:
+    return {}
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """What ``SACConfig.algorithm`` names, for one policy family.
@@ -50,6 +54,14 @@ class Algorithm:
     naming a setting the algorithm cannot take; ``target_networks`` says whether the state keeps
     polyak-averaged target critics (without them ``SACState.target_critic`` is empty and ``tau``
     unused); ``help`` is one line for the command line's help.
+
+    An algorithm with state of its own (BRO's optimistic actor and its adjustments) says how it
+    is made and used: ``extra_modules(config)`` the modules it keeps beside SAC's (by name; built
+    after SAC's networks from the same seed, weightless templates in ``Static.extra``);
+    ``init_extra(config, modules)`` the pytree of tensors ``SACState.extra`` starts from, made from
+    freshly initialised ``modules``; ``losses.extra`` its step; ``explore(state, obs, noise)``
+    the actions it collects experience with (``act`` with ``deterministic=False``; default: the
+    policy family's sample); ``metrics`` the names of the metrics its step adds.
     """
 
     name: str
@@ -60,6 +72,10 @@ class Algorithm:
     critic_outputs: Callable[[Any], int] = _one_output
     check: Callable[[Any], None] = _no_check
     options: Optional[type] = None
+    extra_modules: Callable[[Any], Dict[str, Any]] = _no_modules
+    init_extra: Optional[Callable[[Any, Dict[str, Any]], Any]] = None
+    explore: Optional[Callable] = None
+    metrics: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,15 +201,16 @@ def variants():
 
 def option_fields() -> Dict[str, tuple]:
     """Every registered variant's option by its flat name: ``(dataclasses.Field, type hint,
-    owners)``, ``owners`` the ``"room 'name'"`` of the variants that have it."""
+    owners)``, ``owners`` mapping the ``"room 'name'"`` of each variant that has it to its
+    default there (two algorithms may share an option, each with a default of its own)."""
     found: Dict[str, tuple] = {}
     for room, v in variants():
         if v.options is None:
             continue
         hints = typing.get_type_hints(v.options)
         for f in dataclasses.fields(v.options):
-            field, hint, owners = found.get(f.name, (f, hints[f.name], ()))
-            found[f.name] = (field, hint, owners + (f"{room} {v.name!r}",))
+            field, hint, owners = found.get(f.name, (f, hints[f.name], {}))
+            found[f.name] = (field, hint, {**owners, f"{room} {v.name!r}": f.default})
     return found
 
 

@@ -5,7 +5,7 @@ import dataclasses
 import functools
 import math
 import threading
-from typing import Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 import optree
 import torch
@@ -51,6 +51,7 @@ class Static:
     critic_trainable: Dict[str, bool]
     encoder: Optional[nn.Module] = None
     encoder_trainable: Dict[str, bool] = dataclasses.field(default_factory=dict)
+    extra: Dict[str, nn.Module] = dataclasses.field(default_factory=dict)
 
     def __eq__(self, other):
         return isinstance(other, Static) and self.config == other.config
@@ -69,7 +70,8 @@ class SACState:
     running statistics of observations (``"obs"``) and discounted returns (``"return"``) when the
     config normalises them, and is empty otherwise. ``encoder`` and ``target_encoder`` hold the
     image encoder's tensors (not stacked: the critics share it), and are empty for vector
-    observations.
+    observations. ``extra`` holds what the algorithm keeps of its own (``Algorithm.init_extra``:
+    BRO's optimistic actor, its optimizer and its adjustments), empty for most.
     """
 
     actor: Params
@@ -85,6 +87,7 @@ class SACState:
     norm: Dict[str, RunningStats]
     encoder: Params
     target_encoder: Params
+    extra: Dict[str, Any]
     static: Static
 
     @property
@@ -146,12 +149,13 @@ def static_for(config: SACConfig) -> Static:
     with torch.device("meta"):
         actor, (critic,) = _build(config, 1)
         encoder = _build_encoder(config)
+        extra = algorithm_of(config).extra_modules(config)
     if encoder is not None and any(n.startswith(ENCODER_PREFIX) for n in critic.state_dict()):
         raise ValueError(f"the critic has tensors named {ENCODER_PREFIX!r}..., the names "
                          "the shared image encoder's take beside them; rename its submodule")
     on = config.weight_decay_on
     return Static(config, actor, critic, decay_mask(actor, on), decay_mask(critic, on), encoder,
-                  {} if encoder is None else decay_mask(encoder, on))
+                  {} if encoder is None else decay_mask(encoder, on), extra)
 
 
 ENCODER_PREFIX = "encoder."
@@ -192,6 +196,9 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         with torch.device("cpu"):
             actor, critics = _build(config, config.num_critics)
             encoder = _build_encoder(config)
+            algorithm = algorithm_of(config)
+            extra = (algorithm.init_extra(config, algorithm.extra_modules(config))
+                     if algorithm.init_extra else {})
     actor_params = cast_params(module_params(actor), dev, dt)
     critic_params = cast_params(stack_params(critics), dev, dt)
     encoder_params = {} if encoder is None else cast_params(module_params(encoder), dev, dt)
@@ -215,20 +222,22 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
               **({"return": init_stats((), dev)} if config.scale_rewards else {})},
         encoder=encoder_params,
         target_encoder={k: v.clone() for k, v in encoder_params.items()},
+        extra=optree.tree_map(lambda x: x.to(dev, dt if x.is_floating_point() else x.dtype),
+                              extra, namespace=NAMESPACE),
         static=static,
     )
 
 
 # the fields ``reset_params`` draws afresh
 RESET_FIELDS = ("actor", "critic", "target_critic", "actor_opt", "critic_opt", "alpha_opt",
-                "encoder", "target_encoder",
-                "log_alpha")
+                "encoder", "target_encoder", "extra", "log_alpha")
 
 
 def reset_params(state: SACState) -> SACState:
     """``state`` with its networks started over, as BRO's resets do (Nauman et al. 2024): new
     actor and critic weights, targets equal to the new critics, zero Adam moments and counts,
-    and the temperature back at ``config.init_alpha`` (the fields ``RESET_FIELDS``).
+    the temperature back at ``config.init_alpha`` and the algorithm's own state (``extra``)
+    fresh (the fields ``RESET_FIELDS``).
 
     The weights are those ``init_state`` draws from a seed made of a key split off
     ``state.key``, which moves on; the step count, the dynamic hyperparameters and the running

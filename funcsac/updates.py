@@ -142,10 +142,13 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
 
     def actor_step(state: SACState, batch: Batch, key: torch.Tensor):
         """One actor step on ``batch`` (already ``prepare``d) against the state's critics, drawing
-        from ``key``, and one temperature step on its log-probabilities. Returns the new state
-        and the actor's metrics (``alpha`` before the step)."""
+        from ``key``, one temperature step on its log-probabilities, and the algorithm's own
+        step (``Losses.extra``) if it has one. Returns the new state and the actor's metrics
+        (``alpha`` before the step)."""
         cfg, static, hp = state.config, state.static, state.hparams
         fns = loss_fns if loss_fns is not None else losses_for(cfg)
+        if fns.extra is not None:
+            key, k_extra = keys.split(key, 2)
         if static.encoder is not None:  # the critics' encoder, detached (DrQ)
             k_obs, key = keys.split(key, 2)
             obs = apply_encoder(static.encoder, state.encoder, encoder_input(cfg, batch.obs, k_obs))
@@ -165,8 +168,12 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             log_alpha = new_la["log_alpha"]
         metrics = {"actor_loss": a_loss, "alpha_loss": t_loss, "alpha": alpha,
                    "entropy": -log_prob.mean(), "actor_grad_norm": a_norm}
-        return dataclasses.replace(state, actor=actor, actor_opt=actor_opt, log_alpha=log_alpha,
-                                   alpha_opt=alpha_opt), metrics
+        new = dataclasses.replace(state, actor=actor, actor_opt=actor_opt, log_alpha=log_alpha,
+                                  alpha_opt=alpha_opt)
+        if fns.extra is not None:  # the algorithm's own step (BRO's optimistic actor)
+            extra, extra_metrics = fns.extra(new, batch, k_extra)
+            new, metrics = dataclasses.replace(new, extra=extra), {**metrics, **extra_metrics}
+        return new, metrics
 
     def update(state: SACState, batch: Batch):
         """One SAC step on ``batch``; returns the new state, a dict of 0-d tensor metrics and,
@@ -179,7 +186,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             # the names as literals: a stored compiled function cannot look up module globals
             new = dataclasses.replace(new, **{f: pytree.tree_map(
                 lambda n, o: torch.where(due, n, o), getattr(new, f), getattr(critic_done, f))
-                for f in ("actor", "actor_opt", "log_alpha", "alpha_opt")})
+                for f in ("actor", "actor_opt", "log_alpha", "alpha_opt", "extra")})
         metrics = {**c_metrics, **a_metrics}  # METRIC_NAMES, in another order
         return (new, metrics, {"td_error": td_error}) if with_aux else (new, metrics)
 

@@ -24,8 +24,9 @@ class ReferenceSAC:
         cfg = self.cfg = state.config
         dt = cfg.dtype
         d, a, hidden = cfg.obs_dim + cfg.state_dim, cfg.act_dim, cfg.hidden_sizes
-        actor_f = lambda: funcsac.mlp(d, 2 * a, hidden).to(dt)  # noqa: E731
-        critic_f = lambda: funcsac.mlp(d + a, cfg.critic_outputs, hidden).to(dt)  # noqa: E731
+        actor_hidden = cfg.actor_hidden_sizes or hidden
+        actor_f = lambda: self.network(d, 2 * a, actor_hidden).to(dt)  # noqa: E731
+        critic_f = lambda: self.network(d + a, cfg.critic_outputs, hidden).to(dt)  # noqa: E731
         self.actor = _module_with(actor_f, state.actor)
         self.critics = [_module_with(critic_f, {k: v[i] for k, v in state.critic.items()})
                         for i in range(cfg.num_critics)]
@@ -38,6 +39,11 @@ class ReferenceSAC:
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr, betas=betas, eps=eps)
         self.key = state.key.clone()
         self.step = 0
+
+    def network(self, in_dim, out_dim, hidden):
+        """A module of the config's network (funcsac's templates; the reference's own code is
+        what trains them)."""
+        return funcsac.mlp(in_dim, out_dim, hidden)
 
     def _groups(self, modules):
         """Parameter groups: weight decay on matrices only, or on all with weight_decay_on="all"."""
@@ -131,7 +137,7 @@ class ReferenceSAC:
         k_actor, _ = keys.split(k_actor, 2)
         a, logp = self.sample(obs, k_actor)
         actor_loss = (alpha * logp - self.actor_value(obs, a)).mean()
-        alpha_loss = -(self.log_alpha * (logp.detach() + cfg.target_entropy)).mean()
+        alpha_loss = self.alpha_loss(logp.detach())
         if self.step % cfg.policy_delay == 0:
             self.actor_opt.zero_grad()
             actor_loss.backward()
@@ -145,6 +151,10 @@ class ReferenceSAC:
         return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
                 "alpha_loss": alpha_loss.detach(), "alpha": alpha,
                 "entropy": -logp.detach().mean(), "target_q_mean": target.mean()}
+
+    def alpha_loss(self, logp):
+        """The temperature's loss for the actor's log-probabilities ``logp [B]``."""
+        return -(self.log_alpha * (logp + self.cfg.target_entropy)).mean()
 
     def _clip(self, params):
         if self.cfg.max_grad_norm is not None:
@@ -201,6 +211,114 @@ class ReferenceTQC(ReferenceSAC):
             for k in range(n_quantiles):
                 total = total + z[:, k]
         return total / (self.cfg.num_critics * n_quantiles)
+
+
+class ReferenceBRO(ReferenceSAC):
+    """BRO as naumix/BiggerRegularizedOptimistic's jaxrl/bro writes it, on the same machinery:
+    BroNet modules, the critics' quantiles combined by their mean and mean absolute deviation,
+    the quantile Huber loss summed over quantiles (loops), the temperature loss alpha * (entropy
+    - target), and after the actor's step the optimistic actor's step (torch.distributions' KL)
+    and the optimism's and KL weight's steps, each an nn.Parameter with its own torch.optim."""
+
+    LOG_MIN, LOG_MAX = -10.0, 7.5
+
+    def __init__(self, state: funcsac.SACState):
+        super().__init__(state)
+        cfg, opts = self.cfg, self.cfg.algorithm_options
+        d, a = cfg.obs_dim + cfg.state_dim, cfg.act_dim
+        net = self.network(d + a, a, cfg.actor_hidden_sizes or cfg.hidden_sizes)
+        net[-1] = nn.Linear(net[-1].in_features, a, bias=False)
+        self.optimistic = _module_with(lambda: net.to(cfg.dtype), state.extra["actor"])
+        opt = torch.optim.AdamW if cfg.weight_decay else torch.optim.Adam
+        self.optimistic_opt = opt(self._groups([self.optimistic]), lr=cfg.actor_lr,
+                                  betas=cfg.adam_betas, eps=cfg.adam_eps)
+        self.adjust = {n: nn.Parameter(state.extra["adjustments"][n].clone())
+                       for n in ("optimism", "kl_weight")}
+        self.adjust_opts = {n: torch.optim.Adam([p], lr=opts.adjustment_lr, betas=(0.5, 0.999),
+                                                eps=cfg.adam_eps) for n, p in self.adjust.items()}
+
+    def network(self, in_dim, out_dim, hidden):
+        return funcsac.architectures.bronet(in_dim, out_dim, hidden)
+
+    def value(self, name):
+        """An adjustment's value: exp of its parameter squashed into [LOG_MIN, LOG_MAX]."""
+        span = self.LOG_MAX - self.LOG_MIN
+        return torch.exp(self.LOG_MIN + span * 0.5 * (1 + torch.tanh(self.adjust[name])))
+
+    def combined(self, outs, pessimism):
+        """[B, K]: per quantile, the critics' mean minus pessimism times their mean |deviation|."""
+        mean = sum(outs) / len(outs)
+        return mean - pessimism * sum((o - mean).abs() for o in outs) / len(outs)
+
+    def target(self, batch: funcsac.Batch, key, alpha):
+        cfg = self.cfg
+        k_action, _ = keys.split(key, 2)
+        with torch.no_grad():
+            next_a, next_logp = self.sample(batch.next_obs, k_action)
+            outs = [t(torch.cat([batch.next_obs, next_a], -1)) for t in self.targets]
+            z = self.combined(outs, cfg.algorithm_options.pessimism)
+            discount = cfg.gamma ** batch.horizon * (1 - batch.terminated.to(z.dtype))
+            return batch.reward[:, None] + discount[:, None] * (z - alpha * next_logp[:, None])
+
+    def critic_loss(self, obs, action, target, weight):
+        n_quantiles, n_atoms = self.cfg.algorithm_options.num_quantiles, target.shape[1]
+        loss = 0
+        for c in self.critics:
+            z = c(torch.cat([obs, action], -1))
+            per_row = 0
+            for k in range(n_quantiles):
+                tau = (k + 0.5) / n_quantiles
+                for m in range(n_atoms):
+                    u = target[:, m] - z[:, k]
+                    huber = torch.where(u.abs() <= 1, 0.5 * u ** 2, u.abs() - 0.5)
+                    per_row = per_row + (tau - (u < 0).to(u.dtype)).abs() * huber
+            loss = loss + (weight * per_row / n_atoms).mean()  # summed over the quantiles
+        return loss
+
+    def actor_value(self, obs, a):
+        outs = [c(torch.cat([obs, a], -1)) for c in self.critics]
+        return self.combined(outs, self.cfg.algorithm_options.pessimism).mean(-1)
+
+    def alpha_loss(self, logp):
+        return self.log_alpha.exp() * (-logp.mean() - self.cfg.target_entropy)
+
+    def actor_obs(self, batch, k_actor):
+        k_actor, self.k_extra = keys.split(k_actor, 2)
+        return batch.obs, k_actor
+
+    def update(self, batch: funcsac.Batch):
+        metrics = super().update(batch)
+        cfg, opts = self.cfg, self.cfg.algorithm_options
+        k_noise, _ = keys.split(self.k_extra, 2)
+        with torch.no_grad():
+            mean, log_std = self.dist(batch.obs)
+        std = log_std.exp()
+        noise = keys.normal(k_noise, mean.shape, mean.dtype)
+        mean_o = mean + self.optimistic(torch.cat([batch.obs, mean], -1))
+        std_o = std * opts.std_multiplier
+        a = torch.tanh(mean_o + std_o * noise)
+        optimism, kl_weight = self.value("optimism").detach(), self.value("kl_weight").detach()
+        outs = [c(torch.cat([batch.obs, a], -1)) for c in self.critics]
+        upper = self.combined(outs, -optimism).mean(-1)
+        kl = torch.distributions.kl_divergence(
+            Normal(mean_o, std_o / opts.std_multiplier), Normal(mean, std)).sum(-1).mean()
+        loss = -upper.mean() + kl_weight * kl
+        self.optimistic_opt.zero_grad()
+        loss.backward()
+        self._clip(list(self.optimistic.parameters()))
+        self.optimistic_opt.step()
+        excess = kl.detach() / cfg.act_dim - opts.kl_target
+        for name, sign in (("optimism", 1.0), ("kl_weight", -1.0)):
+            self.adjust_opts[name].zero_grad()
+            shift = opts.pessimism if name == "optimism" else 0.0
+            (sign * (self.value(name) - shift) * excess).backward()
+            self.adjust_opts[name].step()
+        return {**metrics, "optimism": optimism, "kl_weight": kl_weight,
+                "kl": kl.detach() / cfg.act_dim, "optimistic_loss": loss.detach()}
+
+    def params(self):
+        return {**super().params(), "extra.actor": dict(self.optimistic.state_dict()),
+                "extra.adjustments": {n: p.detach() for n, p in self.adjust.items()}}
 
 
 def shifted(images, key, pad):

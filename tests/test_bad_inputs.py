@@ -36,12 +36,17 @@ OUT_OF_RANGE = {
     "network": "resnet", "encoder": "vit", "actor_hidden_sizes": (0,), "reset_every": -1,
     "alpha_adam_betas": (0.9, 1.0), "target_entropy_scale": math.inf,
     "image_size": 0, "frame_stack": 0, "image_features": 0, "image_pad": -1,
-    "encoder_tau_scale": 0.0, "action_repeat": 0,
+    "encoder_tau_scale": 0.0, "action_repeat": 0, "reset_at": (0,), "pessimism": math.inf,
+    "kl_target": 0.0, "std_multiplier": 0.0, "init_optimism": 0.0, "init_kl_weight": 1e9,
+    "adjustment_lr": -1.0,
 }
 # every setting by flat name, the variants' options among them: (type, default, help)
 FIELDS = settings()
 # an option is checked with its variant chosen
-CHOSEN = {"num_quantiles": {"algorithm": "tqc"}, "drop_quantiles": {"algorithm": "tqc"}}
+CHOSEN = {"num_quantiles": {"algorithm": "tqc"}, "drop_quantiles": {"algorithm": "tqc"},
+          **{name: {"algorithm": "bro", "network": "bronet"} for name in (
+              "pessimism", "kl_target", "std_multiplier", "init_optimism", "init_kl_weight",
+              "adjustment_lr")}}
 
 
 def _wrong_type(name):

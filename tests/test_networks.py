@@ -6,7 +6,7 @@ from torch.func import functional_call
 
 import funcsac
 from funcsac import keys
-from funcsac.networks import KeyedDropout, _forward, _is_plain, module_params
+from funcsac.networks import KeyedDropout, apply_network, _is_plain, module_params
 
 
 def _droq_like():
@@ -21,8 +21,8 @@ def test_a_plain_sequential_runs_directly_and_equals_its_forward():
     params = {**module_params(net), "1.key": keys.make_key(4)}
     x = torch.randn(16, 5)
     expected = functional_call(net, params, (x,))
-    assert torch.equal(_forward(net, params, x), expected)
-    assert not torch.equal(_forward(net, {**params, "1.key": keys.make_key(5)}, x), expected)
+    assert torch.equal(apply_network(net, params, x), expected)
+    assert not torch.equal(apply_network(net, {**params, "1.key": keys.make_key(5)}, x), expected)
 
 
 def test_drq_encoder_runs_directly_and_equals_its_forward():
@@ -30,7 +30,7 @@ def test_drq_encoder_runs_directly_and_equals_its_forward():
     net = funcsac.encoders.drq_encoder((6, 20, 20), 7)
     assert _is_plain(net)
     params, x = module_params(net), torch.rand(3, 6, 20, 20) - 0.5
-    assert torch.equal(_forward(net, params, x), functional_call(net, params, (x,)))
+    assert torch.equal(apply_network(net, params, x), functional_call(net, params, (x,)))
 
 
 def test_modules_with_hooks_state_or_other_structure_use_functional_call():
@@ -42,4 +42,4 @@ def test_modules_with_hooks_state_or_other_structure_use_functional_call():
     for net in (hooked, batch_norm, nested, reflected, funcsac.networks.KeyedDropout(0.1)):
         assert not _is_plain(net)
     params, x = module_params(hooked), torch.randn(4, 5)
-    assert torch.equal(_forward(hooked, params, x), functional_call(hooked, params, (x,)))
+    assert torch.equal(apply_network(hooked, params, x), functional_call(hooked, params, (x,)))

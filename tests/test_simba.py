@@ -181,16 +181,16 @@ def test_presets_build_their_published_networks():
         cfg = funcsac.TrainConfig.from_dict(funcsac.presets.preset(name))
         sac = cfg.sac_config(obs_dim=17, act_dim=6)
         assert (sac.network, sac.hidden_sizes, sac.actor_hidden_sizes) == (network, critic, actor)
-    assert funcsac.presets.preset("bro")["reset_every"] > 0
+    assert funcsac.presets.preset("bro")["reset_at"][0] == 15_000
 
 
 @pytest.mark.parametrize("name,settings", [
     # SonyResearch/simba sac_simba.yaml, policies.py, optax.adamw (no mask)
     ("simba", dict(log_std_min=-10.0, log_std_max=2.0, weight_decay_on="all",
                    target_entropy=-3.0, temperature_betas=(0.9, 0.999))),
-    # naumix/BiggerRegularizedOptimistic bro_minimal: target entropy -act_dim / 2, temp beta1 0.5
-    ("bro", dict(weight_decay_on="all", target_entropy=-3.0, temperature_betas=(0.5, 0.999),
-                 target_q_reduction="mean")),
+    # naumix/BiggerRegularizedOptimistic jaxrl/bro: target entropy -act_dim / 2, temp beta1 0.5
+    ("bro", dict(algorithm="bro", weight_decay_on="all", target_entropy=-3.0,
+                 temperature_betas=(0.5, 0.999), log_std_min=-10.0)),
     # ikostrikov/rlpd sac_learner.py: target entropy -act_dim / 2
     ("rlpd", dict(target_entropy=-3.0, policy_delay=20)),
 ])

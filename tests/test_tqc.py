@@ -162,16 +162,17 @@ def test_bad_values_name_the_field(field, value, match):
 
 def test_a_critic_of_the_wrong_width_is_refused():
     cfg = _tqc(critic_factory=lambda o, a, h: funcsac.mlp(o + a, 1, h))
-    with pytest.raises(ValueError, match=r"TQC's critics must map .* to \[B, num_quantiles=5\], "
-                                         r"got \[B, 1\]"):
+    with pytest.raises(ValueError, match=r"the critics of algorithm 'tqc' must map .* to "
+                                         r"\[B, num_quantiles=5\], got \[B, 1\]"):
         funcsac.update(funcsac.init_state(cfg, seed=0), make_batch(cfg))
 
 
 def test_sac_keeps_its_single_output_critics_and_refuses_tqcs_options():
     """TQC's options belong to TQC: SAC refuses them, unless at TQC's defaults (a settings file
     of every variant's defaults loads)."""
-    with pytest.raises(ValueError, match=r"num_quantiles is an option of algorithm 'tqc', which "
-                                         r"this config does not choose \(algorithm 'sac'"):
+    with pytest.raises(ValueError, match=r"num_quantiles is an option of algorithm 'tqc' and "
+                                         r"algorithm 'bro', which this config does not choose "
+                                         r"\(algorithm 'sac'"):
         small_config(num_quantiles=7)
     sac = small_config(num_quantiles=25, drop_quantiles=2)
     assert sac.algorithm_options is None and sac.critic_outputs == 1

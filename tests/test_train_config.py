@@ -34,7 +34,12 @@ def test_every_setting_has_its_help_and_the_help_names_what_is_registered():
     for name in funcsac.ALGORITHMS:
         assert name in help_text("algorithm")
     assert all(name in help_text("network") for name in NETWORKS)
-    assert "(algorithm 'tqc')" in help_text("num_quantiles")
+    assert "(algorithm 'tqc')" in help_text("drop_quantiles")
+    # an option two algorithms share, with defaults of their own: each named with its default,
+    # and the flag shows no single default
+    assert ("(algorithm 'tqc': default 25, algorithm 'bro': default 100)"
+            in help_text("num_quantiles"))
+    assert settings()["num_quantiles"][1] is None
     funcsac.register(funcsac.Algorithm("help-check", funcsac.Losses(), help="a test variant"))
     try:
         assert "help-check (tanh_gaussian): a test variant" in help_text("algorithm")

@@ -16,7 +16,7 @@ from torch import nn
 from .. import keys
 from ..batch import Batch
 from ..losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
-from ..networks import Params, _forward, dropout_key_names, map_critics, with_dropout_keys
+from ..networks import Params, apply_network, dropout_key_names, map_critics, with_dropout_keys
 from ..policy import PolicyFamily
 from ..registry import Algorithm, register, register_policy
 from ..state import SACState, Static
@@ -24,7 +24,7 @@ from ..state import SACState, Static
 
 def apply_logits(template: nn.Module, params: Params, obs: torch.Tensor) -> torch.Tensor:
     """The policy's log-probabilities of every action, ``obs [B, obs_dim] -> [B, n]``."""
-    return torch.log_softmax(_forward(template, params, obs), dim=-1)
+    return torch.log_softmax(apply_network(template, params, obs), dim=-1)
 
 
 def apply_q_values(template: nn.Module, params: Params, obs: torch.Tensor,
@@ -34,7 +34,7 @@ def apply_q_values(template: nn.Module, params: Params, obs: torch.Tensor,
     names = dropout_key_names(template)
 
     def one(p, k):
-        return _forward(template, with_dropout_keys(p, names, k), obs)
+        return apply_network(template, with_dropout_keys(p, names, k), obs)
 
     return map_critics(one, template, params, key)
 
@@ -76,7 +76,7 @@ class Categorical(PolicyFamily):
         return input_dim, act_dim  # all actions' values
 
     def act(self, static, actor, obs, noise=None):
-        logits = _forward(static.actor, actor, obs)
+        logits = apply_network(static.actor, actor, obs)
         if noise is not None:
             logits = logits + gumbel(noise.to(logits.dtype))
         return logits.argmax(-1, keepdim=True).to(obs.dtype)

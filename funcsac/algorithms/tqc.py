@@ -35,8 +35,9 @@ def apply_quantile_critics(static: Static, critic: Params, obs: torch.Tensor,
     z = apply_critics(static.critic, critic, obs, action, key)
     z = z.unsqueeze(-1) if z.dim() == 2 else z
     if z.shape[2:] != (k,):
-        raise ValueError(f"TQC's critics must map [B, obs_dim + act_dim] to [B, num_quantiles="
-                         f"{k}], got [B, {', '.join(map(str, z.shape[2:]))}]")
+        raise ValueError(f"the critics of algorithm {static.config.algorithm!r} must map "
+                         f"[B, obs_dim + act_dim] to [B, num_quantiles={k}], got "
+                         f"[B, {', '.join(map(str, z.shape[2:]))}]")
     return z
 
 

@@ -8,7 +8,7 @@ import json
 import tomllib
 import typing
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
@@ -81,7 +81,10 @@ class RunSettings:
     reset_every: int = setting(
         0,
         "environment steps between resets of every agent's networks, targets, optimizer moments "
-        "and temperature, as BRO does (funcsac.reset_params; 0: never)")
+        "and temperature (funcsac.reset_params; 0: never)")
+    reset_at: Tuple[int, ...] = setting(
+        (), "environment steps at which every agent is reset as reset_every resets it (BRO: "
+        "15000 50000 250000 500000 ...)")
     n_step: Optional[int] = setting(
         None,
         "environment steps per transition: n-step returns sum_k gamma^k r_k, bootstrapped with "
@@ -255,9 +258,11 @@ def settings() -> Dict[str, tuple]:
              for f in dataclasses.fields(TrainConfig) if f.name != "options"}
     for name, (field, hint, owners) in registry.option_fields().items():
         if name in found:  # registered before the driver reserved its names
-            raise ValueError(f"the option {name!r} of {owners[0]} takes the name of a run "
-                             "setting; rename it")
-        found[name] = (hint, field.default, _option_help(field, owners))
+            raise ValueError(f"the option {name!r} of {next(iter(owners))} takes the name of "
+                             "a run setting; rename it")
+        defaults = set(map(repr, owners.values()))  # shared by owners with other defaults: none
+        found[name] = (hint, field.default if len(defaults) == 1 else None,
+                       _option_help(field, owners))
     return found
 
 
@@ -276,8 +281,12 @@ def _field_help(field: dataclasses.Field) -> str:
     return f"{text}, one of: {room_help(field.name)}" if field.name in ROOMS else text
 
 
-def _option_help(field: dataclasses.Field, owners: tuple) -> str:
-    return f"{field.metadata['help']} ({', '.join(owners)})"
+def _option_help(field: dataclasses.Field, owners: dict) -> str:
+    """The option's help and whose it is; each owner's default where they differ."""
+    if len(set(map(repr, owners.values()))) == 1:
+        return f"{field.metadata['help']} ({', '.join(owners)})"
+    return (f"{field.metadata['help']} ("
+            + ", ".join(f"{o}: default {d}" for o, d in owners.items()) + ")")
 
 
 def load_config_file(path) -> dict:

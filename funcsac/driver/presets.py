@@ -1,8 +1,9 @@
 """Named variants of SAC as settings of the same pieces (SACConfig fields and the variants'
 options, plus the driver's ``utd``: gradient steps per environment step, ``offline_ratio``: the
-offline share of each batch when offline data is given, ``reset_every``: environment steps
-between resets, and its pixel and replay settings), as each reference runs it; where a reference
-sets a value per task, ``PER_TASK`` holds its table (``preset(name, env_id)``)."""
+offline share of each batch when offline data is given, ``reset_every`` and ``reset_at``: the
+environment steps of resets, and its pixel and replay settings), as each reference runs it;
+where a reference sets a value per task, ``PER_TASK`` holds its table (``preset(name,
+env_id)``)."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -46,20 +47,21 @@ PRESETS = {
               "weight_decay": 1e-2, "weight_decay_on": "all", "init_alpha": 0.01,
               "log_std_min": -10.0, "target_entropy_scale": 0.5, "utd": 2},
     # BRO (Nauman et al. 2024, "Bigger, Regularized, Optimistic"; naumix/BiggerRegularizedOptimistic
-    # jaxrl/bro_minimal, jaxrl/networks): BroNet critics of width 512 with 2 blocks, an actor of
-    # width 256 with 1 block, AdamW (optax's weight decay 1e-4 on every parameter), learning
-    # rates 3e-4, replay ratio 10, the actor against the mean of the critics, and full resets
-    # (networks, targets, optimizers, temperature). Scaled: BRO resets at env steps 15k, 50k,
-    # 250k, 500k, 750k, ...; funcsac resets periodically, here every 50k, so that runs short
-    # enough for a CPU (at replay ratio 10, 100k steps take hours on 2 cores) reset at all; and
-    # the target entropy -act_dim / 2 and the temperature's Adam beta1 0.5. Not carried over:
-    # the quantile critics and optimistic exploration (the "O"). The TD target takes the mean of
-    # the critics (bro_learner.py).
-    "bro": {"network": "bronet", "hidden_sizes": (512, 512), "actor_hidden_sizes": (256,),
-            "actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4, "weight_decay": 1e-4,
-            "weight_decay_on": "all", "actor_q_reduction": "mean", "target_q_reduction": "mean",
-            "target_entropy_scale": 0.5, "alpha_adam_betas": (0.5, 0.999), "utd": 10,
-            "reset_every": 50_000},
+    # jaxrl/bro, configs/bro_default.py, train_parallel.py): the bro algorithm (2 critics of 100
+    # quantiles combined by their mean, pessimism 0, an optimistic actor that explores: std x 0.75,
+    # KL target 0.05), BroNet critics of width 512 with 2 blocks and an actor of width 256 with 1
+    # block (orthogonal init), AdamW (optax's weight decay 1e-4 on every parameter), learning rates
+    # 3e-4, the temperature's Adam beta1 0.5, target entropy -act_dim / 2, log-std in [-10, 2],
+    # replay ratio 10, batch 128, 2,500 random steps, and full resets (networks, targets,
+    # optimizers, temperature, the optimistic actor and its adjustments) at env steps 15k, 50k,
+    # 250k, 500k, 750k, 1M, 1.5M and 2M (bro_learner.py's reset_list).
+    "bro": {"algorithm": "bro", "network": "bronet", "hidden_sizes": (512, 512),
+            "actor_hidden_sizes": (256,), "actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4,
+            "weight_decay": 1e-4, "weight_decay_on": "all", "target_entropy_scale": 0.5,
+            "alpha_adam_betas": (0.5, 0.999), "log_std_min": -10.0, "utd": 10,
+            "batch_size": 128, "learning_starts": 2_500,
+            "reset_at": (15_000, 50_000, 250_000, 500_000, 750_000, 1_000_000, 1_500_000,
+                         2_000_000)},
     # CrossQ (Bhatt et al. 2024; sbx/crossq/crossq.py and policies.py): no target network,
     # critics evaluated on the current and next pairs in one pass, batch renormalisation after
     # each activation in the critics and the actor (sbx's batch_norm_actor, the actor in

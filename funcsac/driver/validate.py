@@ -29,6 +29,10 @@ def check_train_config(config) -> None:
         _positive_int("n_step", config.n_step)
     for name in ("learning_starts", "eval_every", "checkpoint_every", "seed", "reset_every"):
         _positive_int(name, getattr(config, name), minimum=0)
+    if not (isinstance(config.reset_at, tuple) and all(
+            isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in config.reset_at)):
+        raise ValueError(f"TrainConfig.reset_at must be environment steps (integers > 0), got "
+                         f"{config.reset_at!r}")
     if config.autoreset_mode not in ("same-step", "next-step"):
         raise ValueError("TrainConfig.autoreset_mode must be 'same-step' or 'next-step', "
                          f"got {config.autoreset_mode!r}")

@@ -205,8 +205,10 @@ class Run:
 
     def reset(self, before: int) -> None:
         """Every agent's networks started over (``funcsac.reset_params``) when the last vector
-        step crossed a multiple of ``reset_every`` environment steps."""
-        if crossed(before, self.progress.env_step, self.config.reset_every):
+        step crossed a multiple of ``reset_every`` environment steps or one of ``reset_at``."""
+        after = self.progress.env_step
+        if (crossed(before, after, self.config.reset_every)
+                or any(before < at <= after for at in self.config.reset_at)):
             self.state = reset_params(self.state)
 
     def learn(self) -> None:

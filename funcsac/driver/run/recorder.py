@@ -11,6 +11,7 @@ from typing import Callable, List, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ...registry import algorithm_of
 from ...updates import METRIC_NAMES
 from ..tools.evaluate import EvalResult, evaluate
 from ..tools.plot import plot_runs
@@ -46,7 +47,8 @@ class Recorder:
         (self.run_dir / "config.json").write_text(json.dumps(
             {**self.config.to_dict(), "agent": resolved}, indent=2, default=str))
         labels = list(self.agents[0].label()) if len(self.agents) > 1 else []
-        self.metrics_log = CsvLog(self.run_dir / "metrics.csv", labels + METRICS_COLUMNS)
+        self.metrics_log = CsvLog(self.run_dir / "metrics.csv", labels + METRICS_COLUMNS
+                                  + list(algorithm_of(sac_config).metrics))
         self.eval_log = CsvLog(self.run_dir / "eval.csv",
                                EVAL_COLUMNS[:1] + labels + EVAL_COLUMNS[1:])
         if resumed:
