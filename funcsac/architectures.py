@@ -41,13 +41,29 @@ def orthogonal(layer: nn.Linear, gain: float = 1.0) -> nn.Linear:
     return layer
 
 
-def he_normal(layer: nn.Linear) -> nn.Linear:
+def he_normal(layer: nn.Linear, scale: float = 2.0) -> nn.Linear:
     """``layer`` with a He-normal weight and a zero bias, as flax's ``he_normal`` draws it: a
-    normal truncated at 2 standard deviations, scaled to the variance ``2 / fan_in``."""
-    std = math.sqrt(2.0 / layer.in_features) / _TRUNCATED_NORMAL_STD
+    normal truncated at 2 standard deviations, scaled to the variance ``scale / fan_in`` (scale
+    1: flax's ``lecun_normal``, its ``Dense`` default)."""
+    std = math.sqrt(scale / layer.in_features) / _TRUNCATED_NORMAL_STD
     nn.init.trunc_normal_(layer.weight, 0.0, std, -2.0 * std, 2.0 * std)
     nn.init.zeros_(layer.bias)
     return layer
+
+
+def xavier_uniform(layer: nn.Linear) -> nn.Linear:
+    """``layer`` with a Xavier-uniform weight (gain 1) and a zero bias (REDQ's
+    ``weights_init_``, flax's ``xavier_uniform``)."""
+    nn.init.xavier_uniform_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+# how the "mlp" network's Linear layers start (MLPOptions.weight_init); "torch": as nn.Linear
+WEIGHT_INITS = {"torch": lambda layer: layer,
+                "lecun_normal": lambda layer: he_normal(layer, 1.0),
+                "xavier_uniform": xavier_uniform,
+                "orthogonal": orthogonal}
 
 
 _TRUNCATED_NORMAL_STD = 0.87962566103423978  # of a standard normal truncated to [-2, 2]
@@ -92,6 +108,10 @@ class MLPOptions:
     actor_batch_renorm: bool = setting(
         False, "batch renormalisation of the actor's input and hidden layers, in training mode "
         "in the actor's step (CrossQ)")
+    weight_init: str = setting(
+        "torch", "how the Linear layers start: torch (nn.Linear's default; CleanRL, TQC), "
+        "lecun_normal (flax's default; sbx), xavier_uniform (REDQ, DroQ, RLPD) or orthogonal "
+        "(DrQ); every bias zero but with torch")
 
     def check(self, config) -> None:
         """``ValueError`` naming an option of the wrong kind."""
@@ -101,14 +121,22 @@ class MLPOptions:
         for name in ("critic_layer_norm", "critic_batch_renorm", "actor_batch_renorm"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"SACConfig.{name} must be a bool, got {getattr(self, name)!r}")
+        if self.weight_init not in WEIGHT_INITS:
+            raise ValueError(f"SACConfig.weight_init must be one of {sorted(WEIGHT_INITS)}, got "
+                             f"{self.weight_init!r}")
 
 
 def _build_mlp(in_dim: int, out_dim: int, hidden_sizes, options: MLPOptions,
                part: str) -> nn.Sequential:
     if part == "actor":
-        return mlp(in_dim, out_dim, hidden_sizes, batch_renorm=options.actor_batch_renorm)
-    return mlp(in_dim, out_dim, hidden_sizes, layer_norm=options.critic_layer_norm,
-               dropout=options.critic_dropout, batch_renorm=options.critic_batch_renorm)
+        net = mlp(in_dim, out_dim, hidden_sizes, batch_renorm=options.actor_batch_renorm)
+    else:
+        net = mlp(in_dim, out_dim, hidden_sizes, layer_norm=options.critic_layer_norm,
+                  dropout=options.critic_dropout, batch_renorm=options.critic_batch_renorm)
+    for layer in net:
+        if isinstance(layer, nn.Linear):
+            WEIGHT_INITS[options.weight_init](layer)
+    return net
 
 
 def _equal_widths(config) -> None:

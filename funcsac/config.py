@@ -125,6 +125,9 @@ class SACConfig:
     adam_eps: float = setting(1e-8, "Adam's epsilon")
     log_std_min: float = setting(-5.0, "lower bound of the policy's log standard deviation")
     log_std_max: float = setting(2.0, "upper bound of the policy's log standard deviation")
+    log_std_squash: str = setting(
+        "tanh", "how the actor's raw log-std is bounded to [log_std_min, log_std_max]: tanh, a "
+        "smooth squash (CleanRL, SimBa, BRO, DrQ), or clip (SB3, sbx, REDQ, TQC, RLPD)")
     actor_q_reduction: str = setting(
         "min", "how the actor loss combines the critics: min or mean")
     target_q_reduction: str = setting(
@@ -354,6 +357,8 @@ def validate_config(cfg: SACConfig) -> None:
     _require(is_real(cfg.log_std_min) and is_real(cfg.log_std_max)
              and cfg.log_std_min < cfg.log_std_max, "log_std_min",
              "must be finite and below log_std_max", (cfg.log_std_min, cfg.log_std_max))
+    _require(cfg.log_std_squash in ("tanh", "clip"), "log_std_squash",
+             "must be 'tanh' or 'clip'", cfg.log_std_squash)
     for name in ("actor_q_reduction", "target_q_reduction"):
         _require(getattr(cfg, name) in ("min", "mean"), name, "must be 'min' or 'mean'",
                  getattr(cfg, name))

@@ -12,8 +12,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from . import keys
-from .networks import Params, apply_actor, apply_critics
-from .policy import tanh_gaussian_sample
+from .networks import Params, apply_critics
+from .policy import actor_gaussian, tanh_gaussian_sample
 from .state import SACState, Static
 
 
@@ -87,10 +87,7 @@ def sample_action(actor: Params, static: Static, obs: torch.Tensor, key: torch.T
     """``a ~ pi(.|obs)`` reparameterised with ``key``: ``(action [B, A], log_prob [B])``; with a
     ``stats`` dict the actor's batch normalisation layers run in training mode and put their new
     running statistics in it."""
-    cfg = static.config
-    mean, log_std = apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max,
-                                stats)
-    return tanh_gaussian_sample(mean, log_std, key)
+    return tanh_gaussian_sample(*actor_gaussian(static, actor, obs, stats), key)
 
 
 def policy_loss(actor: Params, static: Static, obs: torch.Tensor, alpha: torch.Tensor,

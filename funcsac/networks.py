@@ -219,16 +219,19 @@ def apply_network(template: nn.Module, params: Params, x: torch.Tensor,
 
 
 def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,
-                log_std_min: float, log_std_max: float,
-                stats: Optional[Params] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+                log_std_min: float, log_std_max: float, stats: Optional[Params] = None,
+                squash: str = "tanh") -> Tuple[torch.Tensor, torch.Tensor]:
     """Policy head: ``obs [B, obs_dim] -> (mean [B, act], log_std [B, act])``.
 
-    The raw log-std is squashed smoothly into ``[log_std_min, log_std_max]`` with a tanh. With a
+    The raw log-std is bounded to ``[log_std_min, log_std_max]``: squashed smoothly with a tanh
+    (``squash="tanh"``), or clipped (``"clip"``: no gradient outside the bounds). With a
     ``stats`` dict, BatchRenorm layers normalise with the batch's statistics and put their new
     running statistics in it.
     """
     out = apply_network(template, params, obs, stats)
     mean, raw = out.chunk(2, dim=-1)
+    if squash == "clip":
+        return mean, raw.clamp(log_std_min, log_std_max)
     log_std = log_std_min + 0.5 * (log_std_max - log_std_min) * (torch.tanh(raw) + 1.0)
     return mean, log_std
 

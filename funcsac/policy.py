@@ -45,6 +45,15 @@ def tanh_gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
     return torch.tanh(pre_tanh), tanh_gaussian_log_prob(mean, log_std, pre_tanh)
 
 
+def actor_gaussian(static, actor, obs: torch.Tensor,
+                   stats=None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The tanh-Gaussian actor's ``(mean, log_std)`` ``[B, act]`` before the tanh, the log-std
+    bounded as the config says (``apply_actor``; ``stats``: its batch statistics)."""
+    cfg = static.config
+    return apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max, stats,
+                       cfg.log_std_squash)
+
+
 class PolicyFamily:
     """The interface of a policy family, all that ``init_state``, ``act``, batch checks and the
     driver use of one; the losses that train it are ``funcsac.losses_for``'s.
@@ -114,8 +123,7 @@ class TanhGaussian(PolicyFamily):
         return input_dim + act_dim, outputs  # Q(s, a) of the concatenation
 
     def act(self, static, actor, obs, noise=None):
-        cfg = static.config
-        mean, log_std = apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max)
+        mean, log_std = actor_gaussian(static, actor, obs)
         return torch.tanh(mean if noise is None else gaussian_pre_tanh(mean, log_std, None, noise))
 
     def random_action(self, noise):

@@ -56,6 +56,8 @@ class ReferenceSAC:
     def dist(self, obs):
         cfg = self.cfg
         mean, raw = self.actor(obs).chunk(2, dim=-1)
+        if cfg.log_std_squash == "clip":  # SB3's and REDQ's torch.clamp
+            return mean, torch.clamp(raw, cfg.log_std_min, cfg.log_std_max)
         span = cfg.log_std_max - cfg.log_std_min
         log_std = cfg.log_std_min + 0.5 * span * (torch.tanh(raw) + 1)
         return mean, log_std

@@ -59,6 +59,21 @@ def test_presets_have_their_references_widths_and_learning_rates():
         assert (agent.actor_lr, agent.critic_lr, agent.alpha_lr) == (3e-4, 3e-4, 3e-4)
 
 
+@pytest.mark.parametrize("name,weight_init,squash,log_std_min", [
+    ("sac", "torch", "tanh", -5.0),            # CleanRL: nn.Linear's init, tanh to [-5, 2]
+    ("redq", "xavier_uniform", "clip", -20.0),  # REDQ core.py: weights_init_, clamp(-20, 2)
+    ("droq", "xavier_uniform", "clip", -20.0),  # built on REDQ's code
+    ("crossq", "lecun_normal", "clip", -20.0),  # sbx: flax's Dense default, clip(-20, 2)
+    ("tqc", "torch", "clip", -20.0),            # tqc_pytorch: nn.Linear, clamp(-20, 2)
+    ("drq", "orthogonal", "tanh", -10.0),       # drq utils.weight_init, tanh to [-10, 2]
+])
+def test_presets_start_and_bound_the_log_std_as_their_references(name, weight_init, squash,
+                                                                 log_std_min):
+    agent = _agent(["--preset", name])
+    assert (agent.network_options.weight_init, agent.log_std_squash, agent.log_std_min,
+            agent.log_std_max) == (weight_init, squash, log_std_min, 2.0)
+
+
 def test_every_per_task_setting_is_a_setting_of_its_preset():
     for name, table in PER_TASK.items():
         assert name in PRESETS

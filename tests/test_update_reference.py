@@ -17,6 +17,9 @@ CASES = {
     "adamw_clip": dict(weight_decay=0.01, max_grad_norm=1.0),
     "adamw_all": dict(weight_decay=0.01, weight_decay_on="all"),
     "horizon_weight": dict(),  # n-step horizons and importance weights in the batch
+    # the log-std clipped (REDQ, TQC, sbx), with bounds that clip some of the raw values
+    "log_std_clip_xavier": dict(log_std_squash="clip", log_std_min=-0.05, log_std_max=0.05,
+                                weight_init="xavier_uniform"),
 }
 
 
@@ -29,6 +32,9 @@ def test_update_matches_reference(case):
         batch = make_batch(cfg, seed=step)
         if case == "horizon_weight":
             batch = with_horizons_and_weights(batch, 100 + step)
+        if cfg.log_std_squash == "clip":  # both sides of the bounds occur
+            raw = ref.actor(batch.obs).chunk(2, dim=-1)[1]
+            assert (raw.abs() > 0.05).any() and (raw.abs() < 0.05).any()
         state = step_both(state, ref, batch, step)
     assert_params_match(state, ref)
     assert state.step.item() == 7

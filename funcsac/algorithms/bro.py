@@ -38,7 +38,8 @@ from ..architectures import build_network
 from ..batch import Batch
 from ..grads import grad_and_value
 from ..losses import ActorOut, CriticOut, Losses, bootstrap, policy_loss, sample_action
-from ..networks import Params, apply_actor, apply_network, decay_mask, module_params
+from ..networks import Params, apply_network, decay_mask, module_params
+from ..policy import actor_gaussian
 from ..optim import adam_init, adam_update
 from ..registry import Algorithm, is_int, is_real, register, setting
 from ..state import SACState, Static, trainable
@@ -115,9 +116,7 @@ def optimistic_policy(static: Static, params: Params, obs: torch.Tensor, mean: t
 
 def _actor_gaussian(state: SACState, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """The actor's ``mean, std [B, A]`` before the tanh, without gradient."""
-    cfg = state.config
-    mean, log_std = apply_actor(state.static.actor, state.actor, obs, cfg.log_std_min,
-                                cfg.log_std_max)
+    mean, log_std = actor_gaussian(state.static, state.actor, obs)
     return mean.detach(), torch.exp(log_std).detach()
 
 

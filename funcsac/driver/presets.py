@@ -16,14 +16,16 @@ PRESETS = {
     # alpha (redq_sac.py:32, 48-51, 60); MBPO's target entropy per task (PER_TASK).
     "redq": {"num_critics": 10, "num_target_critics": 2, "actor_q_reduction": "mean",
              "policy_delay": 20, "utd": 20, "actor_lr": 3e-4, "critic_lr": 3e-4,
-             "alpha_lr": 3e-4},
+             "alpha_lr": 3e-4, "weight_init": "xavier_uniform", "log_std_squash": "clip",
+             "log_std_min": -20.0},
     # DroQ (Hiraoka et al. 2022; TakuyaHiraoka/Dropout-Q-Functions-for-Doubly-Efficient-
     # Reinforcement-Learning, built on REDQ's code): 2 critics with dropout and LayerNorm, UTD
     # 20, one actor step after the 20 critic steps, REDQ's learning rates 3e-4; the dropout rate
     # (0.01 by default) and MBPO's target entropy per task (PER_TASK).
     "droq": {"num_critics": 2, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "actor_lr": 3e-4,
-             "critic_lr": 3e-4, "alpha_lr": 3e-4},
+             "critic_lr": 3e-4, "alpha_lr": 3e-4, "weight_init": "xavier_uniform",
+             "log_std_squash": "clip", "log_std_min": -20.0},
     # RLPD (Ball et al. 2023; ikostrikov/rlpd configs/rlpd_config.py and sac_learner.py): online
     # SAC with offline data, half of each batch from it (give --offline-data); 10 critics with
     # LayerNorm, target min over a random 2, UTD 20 critic steps and then one actor and one
@@ -31,7 +33,8 @@ PRESETS = {
     # 3e-4, target entropy -act_dim / 2.
     "rlpd": {"num_critics": 10, "num_target_critics": 2, "critic_layer_norm": True,
              "actor_q_reduction": "mean", "policy_delay": 20, "utd": 20, "critic_lr": 3e-4,
-             "alpha_lr": 3e-4, "target_entropy_scale": 0.5, "offline_ratio": 0.5},
+             "alpha_lr": 3e-4, "target_entropy_scale": 0.5, "offline_ratio": 0.5,
+             "weight_init": "xavier_uniform", "log_std_squash": "clip", "log_std_min": -20.0},
     # SimBa (Lee et al. 2024, "SimBa: Simplicity Bias for Scaling Up Parameters in Deep RL";
     # SonyResearch/simba configs/agent/sac_simba.yaml, configs/base.yaml, scale_rl/networks):
     # SimBa networks (initialised as there: orthogonal embedding and head, He-normal blocks),
@@ -72,7 +75,8 @@ PRESETS = {
     "crossq": {"algorithm": "crossq", "critic_batch_renorm": True, "actor_batch_renorm": True,
                "policy_delay": 3, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3,
                "adam_betas": (0.5, 0.999), "alpha_adam_betas": (0.9, 0.999),
-               "hidden_sizes": (1024, 1024), "actor_hidden_sizes": (256, 256)},
+               "hidden_sizes": (1024, 1024), "actor_hidden_sizes": (256, 256),
+               "weight_init": "lecun_normal", "log_std_squash": "clip", "log_std_min": -20.0},
     # TQC (Kuznetsov et al. 2020; the paper's code, SamsungLabs/tqc_pytorch main.py,
     # tqc/structures.py and tqc/trainer.py): 5 distributional critics of 25 quantiles each, 3 x 512
     # wide, an actor 2 x 256, learning rates 3e-4; the top quantiles dropped per critic from the
@@ -80,7 +84,7 @@ PRESETS = {
     # and sbx's TQC default to 2 critics of 256 x 256, the same 25 quantiles and 2 dropped.)
     "tqc": {"algorithm": "tqc", "num_critics": 5, "num_quantiles": 25,
             "critic_lr": 3e-4, "alpha_lr": 3e-4, "hidden_sizes": (512, 512, 512),
-            "actor_hidden_sizes": (256, 256)},
+            "actor_hidden_sizes": (256, 256), "log_std_squash": "clip", "log_std_min": -20.0},
     # DrQ (Kostrikov, Yarats and Fergus 2020; denisyarats/drq config.yaml, drq.py): from pixels,
     # 84x84 frames, 3 stacked, 50 encoder features, 1024x1024 actor and critics, batch 512, a
     # replay buffer of 100,000, learning rates 1e-3, initial temperature 0.1, tau 0.01, log-std
@@ -92,7 +96,8 @@ PRESETS = {
             "image_pad": 4, "hidden_sizes": (1024, 1024), "batch_size": 512,
             "buffer_size": 100_000, "actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3,
             "init_alpha": 0.1, "tau": 0.01, "encoder_tau_scale": 5.0, "target_update_every": 2,
-            "log_std_min": -10.0, "policy_delay": 2, "learning_starts": 1_000},
+            "log_std_min": -10.0, "policy_delay": 2, "learning_starts": 1_000,
+            "weight_init": "orthogonal"},
 }
 
 # presets that learn from offline data, which the preset cannot carry: refused without it
