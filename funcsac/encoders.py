@@ -77,12 +77,17 @@ class DrQOptions:
     encoder_tau_scale: float = setting(
         1.0, "with pixels: the target encoder's polyak rate is tau times this (5: 0.05 beside "
         "the critics' 0.01)")
+    views: int = setting(
+        1, "with pixels: augmented views of each transition per critic step, the target "
+        "averaged over them and the loss taken on each (DrQ's K = M: 2)")
 
     def check(self, config) -> None:
         """``ValueError`` naming an option out of range."""
         pad, scale, tau = self.image_pad, self.encoder_tau_scale, config.tau
         if not (is_int(pad) and pad >= 0):
             raise ValueError(f"SACConfig.image_pad must be an integer >= 0, got {pad!r}")
+        if not (is_int(self.views) and self.views >= 1):
+            raise ValueError(f"SACConfig.views must be an integer >= 1, got {self.views!r}")
         # a tau out of [0, 1] is left to its own check
         if not (is_real(scale) and scale > 0 and not (is_real(tau) and 0 <= tau <= 1
                                                        and scale * tau > 1)):
@@ -104,7 +109,7 @@ register(Encoder(
     "drq", build=lambda image_shape, features, options: drq_encoder(image_shape, features),
     prepare=lambda obs, dtype, key, options: prepare_images(obs, dtype, key, options.image_pad),
     target_rate=lambda tau, options: tau * options.encoder_tau_scale, options=DrQOptions,
-    check=_check_drq,
+    check=_check_drq, view_count=lambda options: options.views,
     help="DrQ's convolutions, images shifted by up to image_pad pixels each gradient step"))
 
 

@@ -98,8 +98,10 @@ class Encoder:
     options)`` makes the module mapping images ``[B, C, H, W]`` (floats ``prepare`` made) to
     ``[B, features]``; ``prepare(images, dtype, key, options)`` turns the ``uint8`` images of a
     gradient step into what it takes (``key`` ``None``: acting, no augmentation);
-    ``target_rate(tau, options)`` is the target encoder's polyak rate; ``check(config)`` raises
-    ``ValueError`` naming a setting the encoder cannot take."""
+    ``target_rate(tau, options)`` is the target encoder's polyak rate; ``view_count(options)`` the
+    augmented views of each transition a critic step takes (DrQ's K = M: the target averaged
+    over K, the loss over M); ``check(config)`` raises ``ValueError`` naming a setting the
+    encoder cannot take."""
 
     name: str
     build: Callable
@@ -108,6 +110,7 @@ class Encoder:
     options: Optional[type] = None
     help: str = ""
     check: Callable[[Any], None] = _no_check
+    view_count: Callable[[Any], int] = _one_output
 
 
 class AlgorithmTable(dict):

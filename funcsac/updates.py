@@ -68,6 +68,19 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
     return {**params, **new, **out.buffers}, opt_state, norm, (loss, out)
 
 
+def repeat_rows(batch: Batch, n: int) -> Batch:
+    """``batch`` stacked ``n`` times along its rows, ``[n * B, ...]`` (itself when ``n`` is 1)."""
+    if n == 1:
+        return batch
+    return Batch(*pytree.tree_map(lambda x: x.repeat((n,) + (1,) * (x.dim() - 1)),
+                                  tuple(batch)))
+
+
+def view_mean(x: torch.Tensor, n: int) -> torch.Tensor:
+    """The mean over ``n`` stacked copies of ``x [n * B, ...]``: ``[B, ...]``."""
+    return x.reshape((n, -1) + tuple(x.shape[1:])).mean(0)
+
+
 def _through_encoder(critic_loss: Callable) -> Callable:
     """``critic_loss`` as a function of the critics' and the encoder's tensors
     (``critic_and_encoder``) and of image observations (prepared, or dicts of them and a state
@@ -110,6 +123,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             obs = batch.obs
         else:  # the encoder trains with the critics, the targets read its target copy
             key, k_target, k_critic, k_actor, k_obs, k_next = keys.split(state.key, 6)
+            views = variant_of(cfg, "encoder").view_count(cfg.encoder_options)
+            batch = repeat_rows(batch, views)  # each copy draws its own shifts (DrQ's K = M)
             next_obs = apply_encoder(static.encoder, state.target_encoder,
                                      encoder_input(cfg, batch.next_obs, k_next))
             batch = batch._replace(next_obs=next_obs.detach())
@@ -118,6 +133,9 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             mask = critic_and_encoder(static.critic_trainable, static.encoder_trainable)
             obs = encoder_input(cfg, batch.obs, k_obs)
         target_q = fns.target(state, batch, k_target)
+        if static.encoder is not None and views > 1:  # the target averaged over the views
+            target_q = pytree.tree_map(lambda t: view_mean(t, views).repeat(
+                (views,) + (1,) * (t.dim() - 1)), target_q)
         trained, critic_opt, c_norm, (c_loss, out) = _train(
             loss_fn, params, mask, state.critic_opt, hp.critic_lr, cfg, static, obs,
             batch.action, target_q, k_critic, batch.weight)
@@ -135,6 +153,8 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         metrics = {"critic_loss": c_loss, "q_mean": out.q.mean(),
                    "target_q_mean": out.target.mean(), "critic_grad_norm": c_norm}
         td_error = (out.q.detach() - out.target).abs().mean(0)
+        if static.encoder is not None and views > 1:
+            td_error = view_mean(td_error, views)
         new = dataclasses.replace(state, critic=critic, target_critic=target_critic,
                                   critic_opt=critic_opt, key=key, step=state.step + 1,
                                   encoder=encoder, target_encoder=target_encoder)

@@ -123,11 +123,9 @@ class ReferenceSAC:
         cfg = self.cfg
         k_target, k_actor = self.split_key()
         alpha = self.log_alpha.detach().exp()
-        action = batch.action
-
         obs, target_batch = self.critic_inputs(batch)
-        target = self.target(target_batch, k_target, alpha)
-        critic_loss = self.critic_loss(obs, action, target, batch.weight)
+        target = self.view_target(self.target(target_batch, k_target, alpha))
+        critic_loss = self.critic_loss(obs, target_batch.action, target, target_batch.weight)
         self.critic_opt.zero_grad()
         critic_loss.backward()
         self._clip(self.critic_params())
@@ -153,6 +151,10 @@ class ReferenceSAC:
         return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
                 "alpha_loss": alpha_loss.detach(), "alpha": alpha,
                 "entropy": -logp.detach().mean(), "target_q_mean": target.mean()}
+
+    def view_target(self, target):
+        """The target of each row the critic loss takes (DrQ: averaged over the views)."""
+        return target
 
     def alpha_loss(self, logp):
         """The temperature's loss for the actor's log-probabilities ``logp [B]``."""
@@ -281,6 +283,10 @@ class ReferenceBRO(ReferenceSAC):
         outs = [c(torch.cat([obs, a], -1)) for c in self.critics]
         return self.combined(outs, self.cfg.algorithm_options.pessimism).mean(-1)
 
+    def view_target(self, target):
+        """The target of each row the critic loss takes (DrQ: averaged over the views)."""
+        return target
+
     def alpha_loss(self, logp):
         return self.log_alpha.exp() * (-logp.mean() - self.cfg.target_entropy)
 
@@ -361,10 +367,20 @@ class ReferenceDrQ(ReferenceSAC):
         return k_target, k_actor
 
     def critic_inputs(self, batch):
+        """Features of ``views`` copies of every transition, each copy shifted on its own."""
+        n = self.cfg.encoder_options.views
+        copies = lambda x: (  # noqa: E731
+            {k: torch.cat([v] * n) for k, v in x.items()} if isinstance(x, dict)
+            else torch.cat([x] * n))
+        batch = funcsac.Batch(*(copies(x) for x in batch))
         with torch.no_grad():
             next_obs = self.features(self.target_encoder, batch.next_obs, self.k_next)
         return (self.features(self.encoder, batch.obs, self.k_obs),
                 batch._replace(next_obs=next_obs))
+
+    def view_target(self, target):
+        n = self.cfg.encoder_options.views
+        return torch.cat([sum(target.chunk(n)) / n] * n)
 
     def actor_obs(self, batch, k_actor):
         k_obs, k_actor = keys.split(k_actor, 2)

@@ -51,15 +51,18 @@ def test_drq_encoder_shapes():
     assert encoder[-3].in_features == 32 * 35 * 35  # DrQ's 84x84 feature map
 
 
-@pytest.mark.parametrize("state_dim", [0, 3])
-def test_update_matches_the_drq_reference(state_dim):
+@pytest.mark.parametrize("state_dim,views", [(0, 1), (3, 1), (0, 2), (3, 3)])
+def test_update_matches_the_drq_reference(state_dim, views):
     """Critic loss through the shared encoder, the target encoder's polyak average, the actor
     on detached features, every shift drawn from the state's key: step by step as
     reference.ReferenceDrQ computes them with modules, autograd and torch.optim.Adam; with a
     state vector beside the images (dict observations), the features followed by the state;
-    the target encoder at its own rate (tau x encoder_tau_scale), the targets every other step."""
+    the target encoder at its own rate (tau x encoder_tau_scale), the targets every other step;
+    with several views (DrQ's K = M), the target averaged over the shifted copies and the loss
+    taken on each."""
     cfg = image_config(dtype=torch.float64, gamma=0.9, tau=0.05, actor_lr=1e-3, image_pad=2,
-                       state_dim=state_dim, encoder_tau_scale=3.0, target_update_every=2)
+                       state_dim=state_dim, encoder_tau_scale=3.0, target_update_every=2,
+                       views=views)
     state = funcsac.init_state(cfg, seed=1)
     ref = ReferenceDrQ(state)
     for step in range(4):
@@ -176,6 +179,7 @@ def test_image_batches_and_observations_are_checked():
     (dict(image_shape=(3, 12, 12)), "image_shape must be at least 15 x 15 pixels for the drq"),
     (dict(image_shape=IMAGE, image_pad=-1), "image_pad"),
     (dict(image_shape=IMAGE, encoder_tau_scale=0.0), "encoder_tau_scale"),
+    (dict(image_shape=IMAGE, views=0), "views"),
     (dict(image_shape=IMAGE, tau=0.5, encoder_tau_scale=3.0), "encoder_tau_scale"),
     (dict(image_shape=IMAGE, normalize_obs=True), "normalize_obs"),
     (dict(image_shape=IMAGE, algorithm="crossq"), "algorithm"),

@@ -193,6 +193,9 @@ def test_the_drq_preset_trains_from_pixels_at_drqs_sizes(tmp_path):
     sac = cfg.sac_config(0, 6, image_shape=(9, 84, 84))
     assert sac.obs_dim == 50 and sac.hidden_sizes == (1024, 1024)
     assert sac.encoder_options.image_pad == 4
+    # K = M = 2 views; one tau 0.01 for the critics and their encoder (drq.py, config.yaml)
+    assert (sac.encoder_options.views, sac.encoder_options.encoder_tau_scale, sac.tau) == (
+        2, 1.0, 0.01)
 
 
 @pytest.mark.slow
