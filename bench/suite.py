@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from results_md import machine, write_block
-from suite_child import PIECES, SBX
+from suite_child import PIECES, SBX, peer_of
 
 HERE = Path(__file__).parent
 STOP_TIMEOUT_S = 120  # how long an interrupted child may take to stop before it is killed
@@ -85,21 +85,23 @@ def campaign(args) -> None:
         for algo in args.algos:
             seeds = list(range(1, args.num_seeds + 1))
             jobs = [("funcsac", seeds)]
-            if args.peers == "sbx" and algo in SBX:
+            if args.peers == "sbx" and peer_of(algo) in SBX:
                 jobs += [("sbx", [s]) for s in seeds]
             for library, which in jobs:
-                row = {"library": library, "task": task, "algo": algo, "budget": args.budget,
-                       "seeds": which}
+                row = {"library": library, "task": task,
+                       "algo": algo if library == "funcsac" else peer_of(algo),
+                       "budget": args.budget, "seeds": which}
                 if key_of(row) in done:
                     continue
-                name = f"{library}-{task}-{algo}-{args.budget}-seeds{'-'.join(map(str, which))}"
+                name = (f"{library}-{task}-{row['algo']}-{args.budget}-seeds"
+                        f"{'-'.join(map(str, which))}")
                 count = len(which) if library == "funcsac" else which[0]
                 extra = ["--eager"] if args.eager and library == "funcsac" else []
                 print(f"suite: {name}", flush=True)
                 run_dir = Path(args.runs_dir) / name
                 if library == "sbx" and (run_dir / PIECES).exists():
                     (run_dir / PIECES).unlink()
-                result = run_child([library, task, algo, str(args.budget), str(count)],
+                result = run_child([library, task, row["algo"], str(args.budget), str(count)],
                                    run_dir, extra, pieces=library == "funcsac")
                 row.update(result, machine=machine(), date=datetime.date.today().isoformat())
                 with open(results, "a") as f:
@@ -136,7 +138,8 @@ def report(results: Path, image: Path) -> str:
              "its own defaults beside those shared settings; for SAC, funcsac's (CleanRL's: "
              "critic and temperature learning rates 1e-3, the log-std tanh-squashed to [-5, 2], "
              "torch's initialisation) against sbx's (3e-4 for all three, the log-std clipped to "
-             "[-20, 2], flax's lecun-normal).", ""]
+             "[-20, 2], flax's lecun-normal). The `sac@sbx` rows run funcsac at sbx's SAC "
+             "settings (`bench/suite_child.py`'s `LIKE_SBX`), beside the same sbx rows.", ""]
     for budget in sorted({b for b, *_ in groups}):
         lines += [f"### {budget:,} steps", "",
                   "| task | algorithm | funcsac return | sbx return | funcsac wall s (seeds) | "
@@ -145,7 +148,7 @@ def report(results: Path, image: Path) -> str:
         for (b, task, algo, library), rs in sorted(groups.items()):
             if b != budget or library != "funcsac":
                 continue
-            sbx = groups.get((b, task, algo, "sbx"), [])
+            sbx = groups.get((b, task, peer_of(algo), "sbx"), [])
             ours = [x for r in rs for x in r["curve"][-1][2]]
             theirs = [r["curve"][-1][2][0] for r in sbx]
             wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)

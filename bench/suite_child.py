@@ -25,6 +25,18 @@ EVAL_EVERY, EVAL_EPISODES = 10_000, 10
 PIECES = "suite-pieces.json"  # wall seconds of the run's earlier pieces (written by suite.py)
 CURVE = "suite-curve.json"
 SBX = {"sac": "SAC", "crossq": "CrossQ", "tqc": "TQC", "droq": "DroQ"}
+# funcsac set to a peer's own settings, by name: (the sbx algorithm it is compared with, the
+# preset, the settings over it). sbx's SAC (sbx/sac/sac.py, sbx/common/policies.py): learning
+# rates 3e-4 for the actor, the critics and the temperature, the log-std clipped to [-20, 2],
+# flax's Dense init (lecun-normal, zero biases); the rest as funcsac's SAC
+LIKE_SBX = {"sac@sbx": ("sac", "sac", {"actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4,
+                                       "log_std_squash": "clip", "log_std_min": -20.0,
+                                       "weight_init": "lecun_normal"})}
+
+
+def peer_of(algo: str) -> str:
+    """The sbx algorithm a funcsac algorithm of the campaign is compared with."""
+    return LIKE_SBX[algo][0] if algo in LIKE_SBX else algo
 
 
 def learning_starts(budget: int) -> int:
@@ -50,8 +62,9 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
     from funcsac.driver.run.checkpoint import CHECKPOINT, load_checkpoint
     from funcsac.driver.presets import preset
 
+    name, settings = (LIKE_SBX[algo][1:] if algo in LIKE_SBX else (algo, {}))
     config = funcsac.TrainConfig(**{
-        **preset(algo), "env_id": task, "total_steps": budget,
+        **preset(name), **settings, "env_id": task, "total_steps": budget,
         "learning_starts": learning_starts(budget), "eval_every": eval_every(budget),
         "eval_episodes": EVAL_EPISODES, "checkpoint_every": eval_every(budget),
         "num_seeds": seeds, "batch_size": 256, "progress": False, "compile": not eager})

@@ -49,3 +49,18 @@ def test_a_campaign_interrupted_and_run_again_equals_one_run_straight(tmp_path):
     assert [r[1] for r in straight["funcsac"]["curve"]] == [500, 1000, 1500, 2000]
     report = (tmp_path / "pieces.md").read_text()
     assert "| Hopper-v5 | sac |" in report and (tmp_path / "suite.png").exists()
+
+
+def test_a_like_for_like_row_runs_funcsac_at_the_peers_settings_beside_the_peers_row(tmp_path):
+    """``sac@sbx``: funcsac at sbx's SAC settings (learning rates 3e-4, log-std clipped to
+    [-20, 2], lecun-normal)."""
+    out = tmp_path / "out.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "suite_child.py"), "funcsac",
+                    "Pendulum-v1", "sac@sbx", "400", "1", str(tmp_path / "run"), str(out),
+                    "--eager"], check=True, cwd=tmp_path)
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert {k: saved[k] for k in ("actor_lr", "critic_lr", "alpha_lr", "log_std_squash",
+                                  "log_std_min", "weight_init")} == {
+        "actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4, "log_std_squash": "clip",
+        "log_std_min": -20.0, "weight_init": "lecun_normal"}
+    assert json.loads(out.read_text())["curve"]
