@@ -152,12 +152,14 @@ def report(results: Path, image: Path) -> str:
             ours = [x for r in rs for x in r["curve"][-1][2]]
             theirs = [r["curve"][-1][2][0] for r in sbx]
             wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)
-            # funcsac's seeds share one process: compare the wall time a seed costs
-            ratio = (wall / len(ours)) / (sbx_wall / len(theirs)) if sbx else None
+            # funcsac's seeds share one process: compare the wall time a seed costs, on one CPU
+            same_cpu = sbx and {_cpu(r["machine"]) for r in rs + sbx} == {_cpu(rs[0]["machine"])}
+            ratio = (wall / len(ours)) / (sbx_wall / len(theirs)) if same_cpu else None
             published = MRQ.get(task.split("-")[0], {}).get(budget)
             cells = [task, algo, _spread(ours), _spread(theirs), f"{wall:,.0f} ({len(ours)})",
                      f"{sbx_wall:,.0f} ({len(theirs)})" if sbx else "-",
-                     f"{ratio:.2f}" if sbx else "-", _cpu(rs[0]["machine"]),
+                     f"{ratio:.2f}" if same_cpu else "- (another CPU)" if sbx else "-",
+                     _cpu(rs[0]["machine"]),
                      f"{published:,}" if published else "-"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
