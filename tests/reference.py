@@ -217,12 +217,13 @@ class ReferenceTQC(ReferenceSAC):
         return total / (self.cfg.num_critics * n_quantiles)
 
 
-class ReferenceBRO(ReferenceSAC):
+class ReferenceBRO(ReferenceTQC):
     """BRO as naumix/BiggerRegularizedOptimistic's jaxrl/bro writes it, on the same machinery:
     BroNet modules, the critics' quantiles combined by their mean and mean absolute deviation,
-    the quantile Huber loss summed over quantiles (loops), the temperature loss alpha * (entropy
-    - target), and after the actor's step the optimistic actor's step (torch.distributions' KL)
-    and the optimism's and KL weight's steps, each an nn.Parameter with its own torch.optim."""
+    the quantile Huber loss summed over quantiles (TQC's loops), the temperature loss
+    alpha * (entropy - target), and after the actor's step the optimistic actor's step
+    (torch.distributions' KL) and the optimism's and KL weight's steps, each an nn.Parameter
+    with its own torch.optim."""
 
     LOG_MIN, LOG_MAX = -10.0, 7.5
 
@@ -265,19 +266,9 @@ class ReferenceBRO(ReferenceSAC):
             return batch.reward[:, None] + discount[:, None] * (z - alpha * next_logp[:, None])
 
     def critic_loss(self, obs, action, target, weight):
-        n_quantiles, n_atoms = self.cfg.algorithm_options.num_quantiles, target.shape[1]
-        loss = 0
-        for c in self.critics:
-            z = c(torch.cat([obs, action], -1))
-            per_row = 0
-            for k in range(n_quantiles):
-                tau = (k + 0.5) / n_quantiles
-                for m in range(n_atoms):
-                    u = target[:, m] - z[:, k]
-                    huber = torch.where(u.abs() <= 1, 0.5 * u ** 2, u.abs() - 0.5)
-                    per_row = per_row + (tau - (u < 0).to(u.dtype)).abs() * huber
-            loss = loss + (weight * per_row / n_atoms).mean()  # summed over the quantiles
-        return loss
+        """TQC's loss summed over the quantiles (BRO's calculate_quantile_huber_loss)."""
+        n_quantiles = self.cfg.algorithm_options.num_quantiles
+        return super().critic_loss(obs, action, target, weight) * n_quantiles
 
     def actor_value(self, obs, a):
         outs = [c(torch.cat([obs, a], -1)) for c in self.critics]

@@ -41,9 +41,10 @@ from ..losses import ActorOut, CriticOut, Losses, bootstrap, policy_loss, sample
 from ..networks import Params, apply_network, decay_mask, module_params
 from ..policy import actor_gaussian
 from ..optim import adam_init, adam_update
-from ..registry import Algorithm, is_int, is_real, register, setting
+from ..registry import Algorithm, is_real, register, setting
 from ..state import SACState, Static, trainable
-from .tqc import apply_quantile_critics, quantile_critic_loss
+from .tqc import (apply_quantile_critics, check_num_quantiles, quantile_critic_loss,
+                  quantile_outputs)
 
 LOG_RANGE = (-10.0, 7.5)  # the adjustments' log-values lie here (temperature.py's Adjustment)
 
@@ -224,9 +225,7 @@ class BROOptions:
 
     def check(self, config) -> None:
         """``ValueError`` naming an option out of its range."""
-        if not (is_int(self.num_quantiles) and self.num_quantiles >= 1):
-            raise ValueError(f"SACConfig.num_quantiles must be an integer >= 1, got "
-                             f"{self.num_quantiles!r}")
+        check_num_quantiles(self.num_quantiles)
         lo, hi = (math.exp(x) for x in LOG_RANGE)
         ranges = {"pessimism": (lambda v: True, "a finite number"),
                   "kl_target": (lambda v: v > 0, "a number > 0"),
@@ -250,16 +249,11 @@ def _check(config) -> None:
         optimistic_actor(config)
 
 
-def _quantiles(config) -> int:
-    """Each critic's outputs: ``num_quantiles``."""
-    return config.algorithm_options.num_quantiles
-
-
 BRO = register(Algorithm(
     "bro", Losses(critic=bro_critic_loss, actor=bro_actor_loss,
                   temperature=bro_temperature_loss, target=bro_target, extra=optimistic_step),
     help="BRO: quantile critics combined by mean and pessimism, an optimistic actor that "
          "explores",
-    critic_outputs=_quantiles, check=_check, options=BROOptions,
+    critic_outputs=quantile_outputs, check=_check, options=BROOptions,
     extra_modules=optimistic_actor, init_extra=init_optimistic, explore=explore,
     metrics=("optimism", "kl_weight", "kl", "optimistic_loss")))

@@ -103,15 +103,20 @@ class TQCOptions:
         """``ValueError`` unless ``1 <= num_quantiles`` and ``0 <= drop_quantiles <
         num_quantiles``."""
         k, d = self.num_quantiles, self.drop_quantiles
-        if not (is_int(k) and k >= 1):
-            raise ValueError(f"SACConfig.num_quantiles must be an integer >= 1, got {k!r}")
+        check_num_quantiles(k)
         if not (is_int(d) and 0 <= d < k):
             raise ValueError(f"SACConfig.drop_quantiles must be an integer in [0, num_quantiles="
                              f"{k}), got {d!r}")
 
 
-def _quantiles(config) -> int:
-    """Each critic's outputs: ``num_quantiles``."""
+def check_num_quantiles(k) -> None:
+    """``ValueError`` unless ``num_quantiles`` ``k`` is an integer >= 1."""
+    if not (is_int(k) and k >= 1):
+        raise ValueError(f"SACConfig.num_quantiles must be an integer >= 1, got {k!r}")
+
+
+def quantile_outputs(config) -> int:
+    """Each critic's outputs: ``num_quantiles`` (an ``Algorithm``'s ``critic_outputs``)."""
     return config.algorithm_options.num_quantiles
 
 
@@ -120,4 +125,4 @@ TQC = register(Algorithm(
                   target=truncated_target),
     help="truncated quantile critics: num_quantiles per critic, the top drop_quantiles of each "
          "left out of the pooled target",
-    critic_outputs=_quantiles, options=TQCOptions))
+    critic_outputs=quantile_outputs, options=TQCOptions))
