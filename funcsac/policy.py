@@ -69,6 +69,9 @@ class PolicyFamily:
     # the return horizon of the transitions a driver collects when it is not told one (1:
     # one-step transitions; the driver's ``n_step``)
     default_n_step = 1
+    # environment steps of uniform random actions a driver takes before training when it is not
+    # told (the driver's ``learning_starts``; 5,000: CleanRL's SAC)
+    default_learning_starts = 5000
 
     def head_size(self, act_dim: int) -> int:
         """The width of the actor network's output."""

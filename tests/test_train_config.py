@@ -148,8 +148,9 @@ def test_resume_compares_the_options_as_they_resolve():
 
 
 def test_n_step_left_unset_is_the_policy_familys_and_a_resume_keeps_the_checkpoints():
-    """``n_step`` None settles per environment: 3 for discrete actions, 1 for continuous ones
-    and for image observations; a given value stays; a resume takes the checkpoint's."""
+    """``n_step`` and ``learning_starts`` None settle per environment (n_step: 3 for discrete
+    actions, 1 for continuous ones and for image observations); a given value stays; a resume
+    takes the checkpoint's."""
     import numpy as np
     from funcsac.driver.envs.spec import EnvSpec
     from funcsac.driver.run.checkpoint import CheckpointError
@@ -167,3 +168,11 @@ def test_n_step_left_unset_is_the_policy_familys_and_a_resume_keeps_the_checkpoi
     assert check_resumable(cfg, payload).n_step == 3
     with pytest.raises(CheckpointError, match="n_step: checkpoint 3 vs now 2"):
         check_resumable(TrainConfig(env_id="CartPole-v1", n_step=2), payload)
+    # learning_starts likewise: 2,000 for discrete actions, 5,000 for continuous ones
+    assert cfg.learning_starts is None
+    assert [cfg.for_env(s).learning_starts for s in (discrete, continuous, images)] == [
+        2000, 5000, 2000]
+    assert TrainConfig(env_id="x", learning_starts=7).for_env(discrete).learning_starts == 7
+    assert check_resumable(cfg, payload).learning_starts == 2000
+    with pytest.raises(CheckpointError, match="learning_starts: checkpoint 2000 vs now 100"):
+        check_resumable(TrainConfig(env_id="CartPole-v1", learning_starts=100), payload)

@@ -26,6 +26,9 @@ AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if "help" in f.metadata
 # settings a resumed run may change: its length, logging, the permission to learn from another
 # environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
 # ones)
+# settings a config may leave to the environment (None: the policy family's default,
+# ``TrainConfig.for_env``)
+ENV_SETTLED = ("n_step", "learning_starts")
 RESUME_MAY_CHANGE = ({"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
                       "log_every", "compile", "compile_in_background", "progress",
                       "wandb_project", "wandb_mode", "offline_any_env"} | set(HParams._fields))
@@ -74,9 +77,10 @@ class RunSettings:
         50, "with pixels: the encoder's features, which the actor and the critics take")
     buffer_size: int = setting(1_000_000, "replay buffer capacity in transitions")
     batch_size: int = setting(256, "transitions per gradient step")
-    learning_starts: int = setting(
-        5000,
-        "environment steps of uniform random actions before training")
+    learning_starts: Optional[int] = setting(
+        None,
+        "environment steps of uniform random actions before training (none: the policy "
+        "family's default, 5000 for continuous actions, 2000 for discrete ones)")
     utd: int = setting(1, "gradient steps per environment step (update-to-data ratio)")
     reset_every: int = setting(
         0,
@@ -191,13 +195,14 @@ class _TrainConfigMethods:
                             state_dim=state_dim, **fields, **self.options)
 
     def for_env(self, spec) -> "TrainConfig":
-        """This config with the settings it leaves to the environment settled for ``spec`` (an
-        ``EnvSpec``): ``n_step`` None becomes the policy family's ``default_n_step`` (1 for
-        image observations)."""
-        if self.n_step is not None:
-            return self
-        n_step = 1 if spec.image_shape else POLICIES[spec.policy].default_n_step
-        return dataclasses.replace(self, n_step=n_step)
+        """This config with the settings it leaves to the environment (``ENV_SETTLED``, those
+        None) settled for ``spec`` (an ``EnvSpec``): the policy family's ``default_n_step`` (1
+        for image observations) and ``default_learning_starts``."""
+        family = POLICIES[spec.policy]
+        defaults = {"n_step": 1 if spec.image_shape else family.default_n_step,
+                    "learning_starts": family.default_learning_starts}
+        return dataclasses.replace(self, **{k: v for k, v in defaults.items()
+                                            if getattr(self, k) is None})
 
     def agent_config(self, spec) -> SACConfig:
         """The agent's SACConfig for an environment's spaces (an ``EnvSpec``)."""

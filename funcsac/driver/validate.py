@@ -27,7 +27,9 @@ def check_train_config(config) -> None:
         _positive_int(name, getattr(config, name))
     if config.n_step is not None:
         _positive_int("n_step", config.n_step)
-    for name in ("learning_starts", "eval_every", "checkpoint_every", "seed", "reset_every"):
+    if config.learning_starts is not None:
+        _positive_int("learning_starts", config.learning_starts, minimum=0)
+    for name in ("eval_every", "checkpoint_every", "seed", "reset_every"):
         _positive_int(name, getattr(config, name), minimum=0)
     if not (isinstance(config.reset_at, tuple) and all(
             isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in config.reset_at)):

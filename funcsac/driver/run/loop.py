@@ -25,7 +25,7 @@ from ... import keys
 from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
 from ...state import SACState, reset_params
-from ..config import TrainConfig
+from ..config import ENV_SETTLED, TrainConfig
 from ..envs.make import make_eval_env, make_vector_env
 from ..envs.spec import env_spec
 from ..envs.state import EnvStateError, restore_envs, save_envs
@@ -120,8 +120,10 @@ class Run:
     def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
         self.spec = env_spec(self.envs, self.config.pixels)
         config, A, n = self.config.for_env(self.spec), len(self.agents), self.config.num_envs
-        if config.n_step != self.config.n_step:
-            LOGGER.info(f"n_step {config.n_step}: the default of {self.spec.policy} policies")
+        for name in ENV_SETTLED:
+            if getattr(config, name) != getattr(self.config, name):
+                LOGGER.info(f"{name} {getattr(config, name)}: the default of "
+                            f"{self.spec.policy} policies")
         self.config = config
         if self.spec.image_shape and not config.pixels:
             check_image_run(config, f"{config.env_id}'s image observations")

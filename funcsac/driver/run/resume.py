@@ -9,7 +9,7 @@ import warnings
 import torch
 
 from ...state import HParams, SACState
-from ..config import RESUME_MAY_CHANGE, TrainConfig
+from ..config import ENV_SETTLED, RESUME_MAY_CHANGE, TrainConfig
 from ..envs.state import unsaveable_envs
 from .agents import parse_sweep
 from .checkpoint import CheckpointError
@@ -20,9 +20,9 @@ PAYLOAD_KEYS = {"config", "agent", "buffers", "progress", "envs"}
 
 
 def check_resumable(config: TrainConfig, payload: dict) -> TrainConfig:
-    """``config`` with the settings it leaves to the environment (``n_step`` None) as the
-    checkpoint's run settled them; ``CheckpointError`` unless ``payload`` is a run checkpoint of
-    that config (which may differ in ``RESUME_MAY_CHANGE``)."""
+    """``config`` with the settings it leaves to the environment (``ENV_SETTLED``, those None)
+    as the checkpoint's run settled them; ``CheckpointError`` unless ``payload`` is a run
+    checkpoint of that config (which may differ in ``RESUME_MAY_CHANGE``)."""
     missing = PAYLOAD_KEYS - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint lacks {sorted(missing)}: not written by this funcsac")
@@ -30,8 +30,8 @@ def check_resumable(config: TrainConfig, payload: dict) -> TrainConfig:
     # a setting newer than the checkpoint had its default value there (the feature was off:
     # one-step transitions before n_step existed)
     saved = {**TrainConfig.field_defaults(), "n_step": 1, **payload["config"]}
-    if config.n_step is None:
-        config = dataclasses.replace(config, n_step=saved["n_step"])
+    config = dataclasses.replace(config, **{k: saved[k] for k in ENV_SETTLED
+                                            if getattr(config, k) is None})
     diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
             if k not in RESUME_MAY_CHANGE and plain(saved.get(k)) != plain(v)}
     if diff:
