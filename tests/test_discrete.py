@@ -218,14 +218,16 @@ def test_cartpole_reaches_500(tmp_path):
 @pytest.mark.slow
 def test_acrobot_learns_with_the_defaults(tmp_path):
     """Acrobot-v1 (-1 a step until the goal, 500-step truncation) learns with discrete SAC's
-    defaults alone: each of 3 vmapped seeds evaluates at -120 or better within 25,000 steps.
-    With the former defaults (target entropy 0.89 log n, one-step transitions) every evaluation
-    stayed at -500: a near-uniform policy rarely reaches the goal, and the goal's value crosses
-    the episode too slowly (``Categorical``'s docstring)."""
-    cfg = funcsac.TrainConfig(env_id="Acrobot-v1", total_steps=25_000, learning_starts=2000,
-                              eval_every=2500, eval_episodes=5, seed=1, num_seeds=3,
-                              checkpoint_every=0, progress=False)
-    assert cfg.n_step is None and cfg.target_entropy is None  # the family's defaults
+    defaults alone: each of 3 vmapped seeds evaluates at -120 or better within 25,000 steps
+    (passed on an AMD EPYC; seeds 4-6 reach it for 2 of 3). With the former defaults (target
+    entropy 0.89 log n, one-step transitions) every evaluation stayed at -500: a near-uniform
+    policy rarely reaches the goal, and the goal's value crosses the episode too slowly; with
+    learning after 5,000 steps 1 of seeds 1-6 reached it (``Categorical``'s docstring)."""
+    cfg = funcsac.TrainConfig(env_id="Acrobot-v1", total_steps=25_000, eval_every=2500,
+                              eval_episodes=5, seed=1, num_seeds=3, checkpoint_every=0,
+                              progress=False)
+    # the family's defaults: 3-step transitions, 0.25 log n, learning after 2,000 random steps
+    assert cfg.n_step is None and cfg.target_entropy is None and cfg.learning_starts is None
     evals = funcsac.train(cfg, tmp_path).evals
     best = [max(e.return_mean for e in evals if e.agent == i) for i in range(3)]
     assert min(best) >= -120, evals
