@@ -77,8 +77,17 @@ def repeat_rows(batch: Batch, n: int) -> Batch:
 
 
 def view_mean(x: torch.Tensor, n: int) -> torch.Tensor:
-    """The mean over ``n`` stacked copies of ``x [n * B, ...]``: ``[B, ...]``."""
-    return x.reshape((n, -1) + tuple(x.shape[1:])).mean(0)
+    """The mean over ``n`` stacked copies of ``x [n * B, ...]``: ``[B, ...]`` (``x`` itself when
+    ``n`` is 1)."""
+    return x if n == 1 else x.reshape((n, -1) + tuple(x.shape[1:])).mean(0)
+
+
+def views_averaged(tree, n: int):
+    """Each tensor ``x [n * B, ...]`` of ``tree`` replaced by its mean over the ``n`` stacked
+    copies, repeated back to ``[n * B, ...]`` (``tree`` itself when ``n`` is 1)."""
+    if n == 1:
+        return tree
+    return pytree.tree_map(lambda x: view_mean(x, n).repeat((n,) + (1,) * (x.dim() - 1)), tree)
 
 
 def _through_encoder(critic_loss: Callable) -> Callable:
@@ -120,7 +129,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         if static.encoder is None:
             key, k_target, k_critic, k_actor = keys.split(state.key, 4)
             loss_fn, params, mask = fns.critic, state.critic, static.critic_trainable
-            obs = batch.obs
+            obs, views = batch.obs, 1
         else:  # the encoder trains with the critics, the targets read its target copy
             key, k_target, k_critic, k_actor, k_obs, k_next = keys.split(state.key, 6)
             views = variant_of(cfg, "encoder").view_count(cfg.encoder_options)
@@ -132,10 +141,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             params = critic_and_encoder(state.critic, state.encoder)
             mask = critic_and_encoder(static.critic_trainable, static.encoder_trainable)
             obs = encoder_input(cfg, batch.obs, k_obs)
-        target_q = fns.target(state, batch, k_target)
-        if static.encoder is not None and views > 1:  # the target averaged over the views
-            target_q = pytree.tree_map(lambda t: view_mean(t, views).repeat(
-                (views,) + (1,) * (t.dim() - 1)), target_q)
+        target_q = views_averaged(fns.target(state, batch, k_target), views)
         trained, critic_opt, c_norm, (c_loss, out) = _train(
             loss_fn, params, mask, state.critic_opt, hp.critic_lr, cfg, static, obs,
             batch.action, target_q, k_critic, batch.weight)
@@ -152,9 +158,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
                                          tau, cfg.encoder_options))
         metrics = {"critic_loss": c_loss, "q_mean": out.q.mean(),
                    "target_q_mean": out.target.mean(), "critic_grad_norm": c_norm}
-        td_error = (out.q.detach() - out.target).abs().mean(0)
-        if static.encoder is not None and views > 1:
-            td_error = view_mean(td_error, views)
+        td_error = view_mean((out.q.detach() - out.target).abs().mean(0), views)
         new = dataclasses.replace(state, critic=critic, target_critic=target_critic,
                                   critic_opt=critic_opt, key=key, step=state.step + 1,
                                   encoder=encoder, target_encoder=target_encoder)
