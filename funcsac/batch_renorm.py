@@ -14,13 +14,15 @@ from torch import nn
 class BatchRenorm(nn.Module):
     """Batch renormalisation over the last dimension of ``[B, features]`` inputs.
 
-    Training mode (``batch_renorm(..., train=True)``) normalises with the batch's mean and
-    standard deviation, corrected towards the running ones by ``r = clip(std_B / std_run,
-    1 / r_max, r_max)`` and ``d = clip((mean_B - mean_run) / std_run, -d_max, d_max)`` (both without
-    gradient); for the first ``warmup_steps`` training calls ``r = 1`` and ``d = 0``, plain batch
-    normalisation. The running statistics move by ``momentum`` towards the batch's (its unbiased
-    variance). Evaluation mode (``forward``) normalises with the running statistics. The defaults
-    are sbx's CrossQ ones (momentum 0.01 here is flax's 0.99).
+    Training mode (``batch_renorm(..., train=True)``) normalises with the batch's statistics,
+    corrected towards the running ones by ``r = clip(std_B / std_run, 1 / r_max, r_max)`` and
+    ``d = clip((mean_B - mean_run) / std_run, -d_max, d_max)`` (both without gradient): with the
+    mean ``mean_B - d * sqrt(var_B) / r`` and the variance ``var_B / r^2``; for the first
+    ``warmup_steps`` training calls ``r = 1`` and ``d = 0``, plain batch normalisation. The
+    running statistics move by ``momentum`` towards the batch's mean and (biased) variance.
+    Evaluation mode (``forward``) normalises with the running statistics. This is the layer of
+    sbx's CrossQ and of the CrossQ paper's code (``jax_layers.BatchRenorm``), its defaults too
+    (momentum 0.01 here is flax's 0.99).
     """
 
     def __init__(self, features: int, momentum: float = 0.01, eps: float = 1e-3,
@@ -49,17 +51,25 @@ def batch_renorm(layer: BatchRenorm, params: Dict[str, torch.Tensor], prefix: st
         y = (x - mean) * torch.rsqrt(var + layer.eps)
         return y * get("weight") + get("bias"), None
     batch_mean, batch_var = x.mean(0), x.var(0, correction=0)
-    std = torch.sqrt(batch_var + layer.eps)
     with torch.no_grad():
         running_std = torch.sqrt(var + layer.eps)
         warm = get("steps") >= layer.warmup_steps
-        r = torch.where(warm, (std / running_std).clamp(1.0 / layer.r_max, layer.r_max), 1.0)
+        r = torch.where(warm, (torch.sqrt(batch_var + layer.eps) / running_std).clamp(
+            1.0 / layer.r_max, layer.r_max), 1.0)
         d = torch.where(warm, ((batch_mean - mean) / running_std).clamp(-layer.d_max, layer.d_max),
                         0.0)
-    y = ((x - batch_mean) / std * r + d) * get("weight") + get("bias")
-    n = x.shape[0]
+    renorm_mean = batch_mean - d * _sqrt(batch_var) / r
+    y = (x - renorm_mean) * torch.rsqrt(batch_var / r.square() + layer.eps)
+    y = y * get("weight") + get("bias")
     m = layer.momentum
     new = {"running_mean": mean + m * (batch_mean.detach() - mean),
-           "running_var": var + m * (batch_var.detach() * n / max(n - 1, 1) - var),
+           "running_var": var + m * (batch_var.detach() - var),
            "steps": get("steps") + 1}
     return y, {prefix + k: v for k, v in new.items()}
+
+
+def _sqrt(x: torch.Tensor) -> torch.Tensor:
+    """``sqrt(x)`` for ``x >= 0`` with a zero gradient where ``x`` is 0 (a feature constant over
+    the batch), where the plain square root's would be infinite."""
+    positive = x > 0
+    return torch.where(positive, torch.sqrt(torch.where(positive, x, 1.0)), 0.0)

@@ -36,7 +36,8 @@ class ReferenceSAC:
         opt = torch.optim.AdamW if cfg.weight_decay else torch.optim.Adam
         self.actor_opt = opt(self._groups([self.actor]), lr=cfg.actor_lr, betas=betas, eps=eps)
         self.critic_opt = opt(self._groups(self.critics), lr=cfg.critic_lr, betas=betas, eps=eps)
-        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr, betas=betas, eps=eps)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr,
+                                          betas=cfg.alpha_adam_betas or betas, eps=eps)
         self.key = state.key.clone()
         self.step = 0
 
@@ -318,6 +319,107 @@ class ReferenceBRO(ReferenceTQC):
     def params(self):
         return {**super().params(), "extra.actor": dict(self.optimistic.state_dict()),
                 "extra.adjustments": {n: p.detach() for n, p in self.adjust.items()}}
+
+
+class RefBatchRenorm(nn.Module):
+    """sbx's ``jax_layers.BatchRenorm`` (the CrossQ paper's layer) ported line by line, momentum
+    0.99, epsilon 1e-3, r_max 3, d_max 5, warm-up 100,000 steps; in training mode (``train()``)
+    it normalises with the batch's statistics and moves its running ones in place."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(features))
+        self.bias = nn.Parameter(torch.zeros(features))
+        self.register_buffer("running_mean", torch.zeros(features))
+        self.register_buffer("running_var", torch.ones(features))
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        momentum, epsilon, r_max, d_max, warmup_steps = 0.99, 1e-3, 3.0, 5.0, 100_000
+        if not self.training:
+            custom_mean, custom_var = self.running_mean, self.running_var
+        else:
+            batch_mean = x.mean(0)
+            batch_var = (x ** 2).mean(0) - batch_mean ** 2
+            std = torch.sqrt(batch_var + epsilon)
+            ra_std = torch.sqrt(self.running_var + epsilon)
+            r = torch.clip((std / ra_std).detach(), 1 / r_max, r_max)
+            d = torch.clip(((batch_mean - self.running_mean) / ra_std).detach(), -d_max, d_max)
+            affine_mean = batch_mean - d * torch.sqrt(batch_var) / r
+            affine_var = batch_var / (r ** 2)
+            is_warmed_up = float(self.steps.item() >= warmup_steps)
+            custom_mean = is_warmed_up * affine_mean + (1.0 - is_warmed_up) * batch_mean
+            custom_var = is_warmed_up * affine_var + (1.0 - is_warmed_up) * batch_var
+            with torch.no_grad():
+                self.running_mean.copy_(momentum * self.running_mean
+                                        + (1.0 - momentum) * batch_mean)
+                self.running_var.copy_(momentum * self.running_var + (1.0 - momentum) * batch_var)
+                self.steps += 1
+        return (x - custom_mean) * torch.rsqrt(custom_var + epsilon) * self.weight + self.bias
+
+
+class ReferenceCrossQ(ReferenceSAC):
+    """sbx's CrossQ (``sbx/crossq/crossq.py``) ported op for op: the critics (input
+    renormalised, then Dense, ReLU, BatchRenorm per layer) trained on the joint batch of current
+    and next pairs in training mode, the target from that pass's next values (min over the
+    critics, without gradient) and the next actions of the actor in evaluation mode; every
+    ``policy_delay`` steps the actor in training mode against the critics in evaluation mode, and
+    the temperature on the actor's entropy. No target networks."""
+
+    def network(self, in_dim, out_dim, hidden):
+        layers, d = [RefBatchRenorm(in_dim)], in_dim
+        for h in hidden:
+            layers += [nn.Linear(d, h), nn.ReLU(), RefBatchRenorm(h)]
+            d = h
+        return nn.Sequential(*layers, nn.Linear(d, out_dim))
+
+    def update(self, batch: funcsac.Batch):
+        cfg = self.cfg
+        self.key, k_target, k_critic, k_actor = keys.split(self.key, 4)
+        alpha = self.log_alpha.detach().exp()
+        self.actor.eval()
+        with torch.no_grad():
+            next_a, next_logp = self.sample(batch.next_obs, k_target)
+        for c in self.critics:
+            c.train()
+        joint = torch.cat([torch.cat([batch.obs, batch.action], -1),
+                           torch.cat([batch.next_obs, next_a], -1)])
+        q_values = torch.stack([c(joint).squeeze(-1) for c in self.critics])
+        current_q, next_q = q_values.chunk(2, dim=1)
+        next_q = next_q.min(0).values - alpha * next_logp
+        done = batch.terminated.to(next_q.dtype)
+        target = (batch.reward + (1 - done) * cfg.gamma ** batch.horizon * next_q).detach()
+        critic_loss = 0.5 * ((target - current_q) ** 2).mean(1).sum()
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        due = self.step % cfg.policy_delay == 0
+        kept = copy.deepcopy(self.actor.state_dict())  # not due: nothing moves
+        self.actor.train()
+        for c in self.critics:
+            c.eval()
+        a, logp = self.sample(batch.obs, keys.split(k_actor, 2)[0])
+        q = torch.stack([c(torch.cat([batch.obs, a], -1)).squeeze(-1) for c in self.critics])
+        actor_loss = (alpha * logp - q.min(0).values).mean()
+        entropy = -logp.detach().mean()
+        alpha_loss = self.log_alpha * (entropy - cfg.target_entropy)
+        if due:
+            self.actor_opt.zero_grad()
+            actor_loss.backward()
+            self.actor_opt.step()
+            self.alpha_opt.zero_grad()
+            alpha_loss.backward()
+            self.alpha_opt.step()
+        else:
+            self.actor.load_state_dict(kept)
+        self.step += 1
+        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
+                "alpha_loss": alpha_loss.detach(), "alpha": alpha, "entropy": entropy,
+                "target_q_mean": target.mean()}
+
+    def params(self):
+        return {**super().params(), "target_critic": {}}
 
 
 def shifted(images, key, pad):

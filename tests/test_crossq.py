@@ -11,6 +11,7 @@ from funcsac.batch_renorm import BatchRenorm, batch_renorm
 from funcsac.algorithms.crossq import crossq_critic_loss, crossq_target
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch, reordered)
+from reference import ReferenceCrossQ, assert_params_match, step_both
 
 CROSSQ = funcsac.presets.preset("crossq")
 
@@ -34,13 +35,17 @@ def test_batch_renorm_by_hand():
     for steps, warm in ((1.0, False), (2.0, True)):
         y, new = batch_renorm(layer, {**params, "steps": torch.tensor(steps).double()}, "",
                               torch.from_numpy(x), train=True)
+        # sbx's jax_layers.BatchRenorm: the batch's statistics corrected by r and d
         std, run_std = np.sqrt(var + 1e-3), np.sqrt(run_var + 1e-3)
         r = np.clip(std / run_std, 1 / 1.5, 1.5) if warm else 1.0
         d = np.clip((mu - run_mu) / run_std, -0.5, 0.5) if warm else 0.0
-        np.testing.assert_allclose(y.numpy(), ((x - mu) / std * r + d) * w + b, **reordered())
+        if warm:  # both clips bind somewhere
+            assert (np.abs(d) == 0.5).any() and (np.abs(d) < 0.5).any()
+        custom_mean, custom_var = mu - d * np.sqrt(var) / r, var / r ** 2
+        np.testing.assert_allclose(y.numpy(), (x - custom_mean) / np.sqrt(custom_var + 1e-3) * w
+                                   + b, **reordered())
         np.testing.assert_allclose(new["running_mean"].numpy(), run_mu + 0.1 * (mu - run_mu))
-        np.testing.assert_allclose(new["running_var"].numpy(),
-                                   run_var + 0.1 * (x.var(0, ddof=1) - run_var))
+        np.testing.assert_allclose(new["running_var"].numpy(), run_var + 0.1 * (var - run_var))
         assert new["steps"].item() == steps + 1
     y, new = batch_renorm(layer, params, "", torch.from_numpy(x), train=False)
     assert new is None
@@ -100,6 +105,49 @@ def test_joint_pass_loss_and_gradients_equal_an_independent_implementation():
                    torch.cat([target["next_obs"], target["next_action"]], -1)])
     torch.testing.assert_close(aux.buffers["0.running_mean"],
                                0.01 * x.mean(0).expand(3, -1), **reordered())
+
+
+def _running_stats_scrambled(params, seed, steps):
+    """``params`` with running statistics far from a fresh layer's (so that renormalisation's
+    clips bind) and every layer's step count at ``steps``."""
+    g = torch.Generator().manual_seed(seed)
+    new = dict(params)
+    for k, v in params.items():
+        if k.endswith("running_mean"):
+            new[k] = 3.0 * torch.randn(v.shape, generator=g, dtype=v.dtype)
+        elif k.endswith("running_var"):
+            new[k] = torch.empty(v.shape, dtype=v.dtype).uniform_(0.05, 20.0, generator=g)
+        elif k.endswith("steps"):
+            new[k] = torch.full_like(v, float(steps))
+    return new
+
+
+def test_update_equals_sbx_crossq_ported_step_by_step():
+    """Seven updates (actor steps at 0, 3 and 6) equal sbx's CrossQ ported op for op in float64:
+    batch normalisation for the first two, then (the layers' step counts past the warm-up)
+    batch renormalisation with its clips binding."""
+    cfg = crossq_config(dtype=torch.float64, actor_hidden_sizes=(8, 8))
+    state = funcsac.init_state(cfg, seed=1)
+    warmup = BatchRenorm(1).warmup_steps
+    state = state.replace(critic=_running_stats_scrambled(state.critic, 2, warmup - 2),
+                          actor=_running_stats_scrambled(state.actor, 3, warmup - 2))
+    ref = ReferenceCrossQ(state)
+    for step in range(7):
+        state = step_both(state, ref, make_batch(cfg, seed=10 + step), step)
+    assert_params_match(state, ref)
+    assert state.critic["0.steps"].tolist() == [warmup + 5] * 2
+
+
+def test_renormalisation_of_a_constant_feature_has_finite_gradients():
+    layer = BatchRenorm(3).double()
+    params = {**dict(layer.named_parameters()), **dict(layer.named_buffers()),
+              "steps": torch.tensor(float(layer.warmup_steps), dtype=torch.float64)}
+    x = torch.randn(8, 3, dtype=torch.float64)
+    x[:, 1] = 0.5  # a ReLU unit's output constant over the batch
+    x.requires_grad_(True)
+    y, _ = batch_renorm(layer, params, "", x, train=True)
+    (y * torch.arange(3.0, dtype=torch.float64)).sum().backward()
+    assert torch.isfinite(x.grad).all()
 
 
 def test_update_keeps_running_statistics_as_state_and_needs_no_target_network():
