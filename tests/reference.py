@@ -26,7 +26,7 @@ class ReferenceSAC:
         d, a, hidden = cfg.obs_dim + cfg.state_dim, cfg.act_dim, cfg.hidden_sizes
         actor_hidden = cfg.actor_hidden_sizes or hidden
         actor_f = lambda: self.network(d, 2 * a, actor_hidden).to(dt)  # noqa: E731
-        critic_f = lambda: self.network(d + a, cfg.critic_outputs, hidden).to(dt)  # noqa: E731
+        critic_f = lambda: self.critic_network(d + a, cfg.critic_outputs, hidden).to(dt)  # noqa: E731
         self.actor = _module_with(actor_f, state.actor)
         self.critics = [_module_with(critic_f, {k: v[i] for k, v in state.critic.items()})
                         for i in range(cfg.num_critics)]
@@ -45,6 +45,10 @@ class ReferenceSAC:
         """A module of the config's network (funcsac's templates; the reference's own code is
         what trains them)."""
         return funcsac.mlp(in_dim, out_dim, hidden)
+
+    def critic_network(self, in_dim, out_dim, hidden):
+        """A critic's module (the config's network unless a reference writes its own)."""
+        return self.network(in_dim, out_dim, hidden)
 
     def _groups(self, modules):
         """Parameter groups: weight decay on matrices only, or on all with weight_decay_on="all"."""
@@ -319,6 +323,66 @@ class ReferenceBRO(ReferenceTQC):
     def params(self):
         return {**super().params(), "extra.actor": dict(self.optimistic.state_dict()),
                 "extra.adjustments": {n: p.detach() for n, p in self.adjust.items()}}
+
+
+class ReferenceDroQ(ReferenceSAC):
+    """DroQ's critics as its code runs them (Linear, dropout, LayerNorm, ReLU per hidden layer;
+    the dropout active in the targets, the critic loss and the actor loss), each pass's masks
+    drawn from its own key: split once per critic of the pass, then once per dropout layer, a
+    unit kept where a uniform draw is at least the rate and scaled by 1 / (1 - rate)."""
+
+    def critic_network(self, in_dim, out_dim, hidden):
+        layers, d = [], in_dim
+        for h in hidden:  # nn.Dropout marks where q_values applies its masks
+            layers += [nn.Linear(d, h), nn.Dropout(self.cfg.network_options.critic_dropout),
+                       nn.LayerNorm(h), nn.ReLU()]
+            d = h
+        return nn.Sequential(*layers, nn.Linear(d, out_dim))
+
+    def q_values(self, critics, x, key):
+        """``[len(critics), B]``: each critic on ``x [B, D]`` with its own masks."""
+        out = []
+        for critic, k in zip(critics, keys.split(key, len(critics))):
+            drops = [m for m in critic if isinstance(m, nn.Dropout)]
+            masks = iter(keys.split(k, len(drops)))
+            h = x
+            for m in critic:
+                if isinstance(m, nn.Dropout):
+                    keep = keys.uniform(next(masks), h.shape, h.dtype) >= m.p
+                    h = h * keep / (1 - m.p)
+                else:
+                    h = m(h)
+            out.append(h.squeeze(-1))
+        return torch.stack(out)
+
+    def target(self, batch: funcsac.Batch, key, alpha):
+        cfg = self.cfg
+        k_action, k_subset, k_dropout = keys.split(key, 3)
+        with torch.no_grad():
+            next_a, next_logp = self.sample(batch.next_obs, k_action)
+            idx = range(cfg.num_critics)
+            if cfg.num_target_critics < cfg.num_critics:
+                idx = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics).tolist()
+            tq = self.q_values([self.targets[i] for i in idx],
+                               torch.cat([batch.next_obs, next_a], -1), k_dropout).min(0).values
+            done = batch.terminated.to(tq.dtype)
+            return batch.reward + cfg.gamma ** batch.horizon * (1 - done) * (tq - alpha * next_logp)
+
+    def split_key(self):
+        self.key, k_target, self.k_critic, k_actor = keys.split(self.key, 4)
+        return k_target, k_actor
+
+    def critic_loss(self, obs, action, target, weight):
+        q = self.q_values(self.critics, torch.cat([obs, action], -1), self.k_critic)
+        return sum(0.5 * (weight * (qi - target) ** 2).mean() for qi in q)
+
+    def actor_obs(self, batch, k_actor):
+        self.k_actor_dropout = keys.split(k_actor, 2)[1]
+        return batch.obs, k_actor
+
+    def actor_value(self, obs, a):
+        qs = self.q_values(self.critics, torch.cat([obs, a], -1), self.k_actor_dropout)
+        return qs.min(0).values if self.cfg.actor_q_reduction == "min" else qs.mean(0)
 
 
 class RefBatchRenorm(nn.Module):

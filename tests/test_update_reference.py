@@ -4,7 +4,7 @@ import torch
 
 import funcsac
 from helpers import make_batch, small_config, with_horizons_and_weights
-from reference import ReferenceSAC, assert_params_match, step_both
+from reference import ReferenceDroQ, ReferenceSAC, assert_params_match, step_both
 
 CASES = {
     "n1": dict(num_critics=1),
@@ -38,6 +38,21 @@ def test_update_matches_reference(case):
         state = step_both(state, ref, batch, step)
     assert_params_match(state, ref)
     assert state.step.item() == 7
+
+
+@pytest.mark.parametrize("case", [
+    dict(num_critics=2, actor_q_reduction="mean", policy_delay=3),  # DroQ's
+    dict(num_critics=5, num_target_critics=2, policy_delay=1),  # with REDQ's random subset
+])
+def test_dropout_critics_update_matches_reference(case):
+    cfg = small_config(dtype=torch.float64, critic_dropout=0.2, critic_layer_norm=True,
+                       weight_init="xavier_uniform", log_std_squash="clip", log_std_min=-20.0,
+                       **case)
+    state = funcsac.init_state(cfg, seed=3)
+    ref = ReferenceDroQ(state)
+    for step in range(7):
+        state = step_both(state, ref, make_batch(cfg, seed=20 + step), step)
+    assert_params_match(state, ref)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
