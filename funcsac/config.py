@@ -370,4 +370,7 @@ def validate_config(cfg: SACConfig) -> None:
     _require(isinstance(cfg.dtype, torch.dtype) and cfg.dtype.is_floating_point, "dtype",
              "must be a floating torch.dtype", cfg.dtype)
     _check_variants(cfg)
+    _require(not algorithm.actor_first or cfg.policy_delay == 1, "policy_delay",
+             f"must be 1 with algorithm {cfg.algorithm!r}, whose update steps the actor before "
+             "the critics", cfg.policy_delay)
     algorithm.check(cfg)

@@ -124,6 +124,15 @@ def temperature_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor,
     return loss, loss
 
 
+def alpha_temperature_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor,
+                           target_entropy: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``alpha * (entropy - target_entropy)``, entropy ``-mean_B log pi``: the temperature loss of
+    BRO and SimBa (its gradient in ``log_alpha`` is ``temperature_loss``'s times alpha). Returns
+    ``(loss, loss)``."""
+    loss = torch.exp(log_alpha) * (-log_prob.mean() - target_entropy)
+    return loss, loss
+
+
 @dataclasses.dataclass(frozen=True)
 class Losses:
     """The pieces ``update`` is built from; replace one to change SAC without copying ``update``.

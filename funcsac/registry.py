@@ -53,7 +53,9 @@ class Algorithm:
     critic's output (1: one value; TQC: its quantiles); ``check(config)`` raises ``ValueError``
     naming a setting the algorithm cannot take; ``target_networks`` says whether the state keeps
     polyak-averaged target critics (without them ``SACState.target_critic`` is empty and ``tau``
-    unused); ``help`` is one line for the command line's help.
+    unused); ``actor_first`` that ``update`` takes the actor's and the temperature's steps before
+    the critics' (which then learn against the new actor and temperature; SimBa's order) rather
+    than after (jaxrl's); ``help`` is one line for the command line's help.
 
     An algorithm with state of its own (BRO's optimistic actor and its adjustments) says how it
     is made and used: ``extra_modules(config)`` the modules it keeps beside SAC's (by name; built
@@ -69,6 +71,7 @@ class Algorithm:
     policy: str = "tanh_gaussian"
     help: str = ""
     target_networks: bool = True
+    actor_first: bool = False
     critic_outputs: Callable[[Any], int] = _one_output
     check: Callable[[Any], None] = _no_check
     options: Optional[type] = None

@@ -1,7 +1,9 @@
 """One SAC gradient step as a pure function: ``update(state, batch) -> (state, metrics)``.
 
 Order (as in jaxrl): critic step, polyak target update, actor step against the new critics,
-temperature step on the actor's log-probs. The actor and the temperature change only every
+temperature step on the actor's log-probs; an algorithm with ``actor_first`` (SimBa's) takes the
+actor's and the temperature's steps first and the critics' against them. The actor and the
+temperature change only every
 ``policy_delay`` steps, chosen with tensor arithmetic so that one compiled graph serves every step;
 a caller that knows the step (the driver) calls ``update.critic_update`` where the actor is not
 due, and computes nothing in vain.
@@ -112,6 +114,19 @@ def prepare(state: SACState, batch: Batch) -> Batch:
                           reward=scale_reward(state.norm, batch.reward))
 
 
+def _step_keys(state: SACState) -> tuple:
+    """A gradient step's keys from ``state.key``: ``(the state's next key, the target's, the
+    critic loss's, the actor's)``, and with an encoder ``(..., the observations' shifts, the next
+    observations')``."""
+    return keys.split(state.key, 4 if state.static.encoder is None else 6)
+
+
+def _actor_key(state: SACState) -> torch.Tensor:
+    """The key the actor step of the gradient step from ``state`` draws from (the one
+    ``critic_step`` returns)."""
+    return _step_keys(state)[3]
+
+
 def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Callable:
     """An ``update(state, batch) -> (state, metrics)`` function built from the given losses (by
     default those of the state's ``config.algorithm`` and ``config.policy``, ``losses_for``); with
@@ -127,11 +142,11 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         cfg, static, hp = state.config, state.static, state.hparams
         fns = loss_fns if loss_fns is not None else losses_for(cfg)
         if static.encoder is None:
-            key, k_target, k_critic, k_actor = keys.split(state.key, 4)
+            key, k_target, k_critic, k_actor = _step_keys(state)
             loss_fn, params, mask = fns.critic, state.critic, static.critic_trainable
             obs, views = batch.obs, 1
         else:  # the encoder trains with the critics, the targets read its target copy
-            key, k_target, k_critic, k_actor, k_obs, k_next = keys.split(state.key, 6)
+            key, k_target, k_critic, k_actor, k_obs, k_next = _step_keys(state)
             views = variant_of(cfg, "encoder").view_count(cfg.encoder_options)
             batch = repeat_rows(batch, views)  # each copy draws its own shifts (DrQ's K = M)
             next_obs = apply_encoder(static.encoder, state.target_encoder,
@@ -203,6 +218,10 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         """One SAC step on ``batch``; returns the new state, a dict of 0-d tensor metrics and,
         with ``with_aux``, a dict of per-sample tensors."""
         batch = prepare(state, batch)
+        if algorithm_of(state.config).actor_first:  # the critics learn against the new actor
+            acted, a_metrics = actor_step(state, batch, _actor_key(state))
+            new, _, c_metrics, td_error = critic_step(acted, batch)
+            return finish(new, {**c_metrics, **a_metrics}, td_error)
         critic_done, k_actor, c_metrics, td_error = critic_step(state, batch)
         new, a_metrics = actor_step(critic_done, batch, k_actor)
         if state.config.policy_delay > 1:  # the actor's step only every policy_delay steps
@@ -211,14 +230,18 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             new = dataclasses.replace(new, **{f: pytree.tree_map(
                 lambda n, o: torch.where(due, n, o), getattr(new, f), getattr(critic_done, f))
                 for f in ("actor", "actor_opt", "log_alpha", "alpha_opt", "extra")})
-        metrics = {**c_metrics, **a_metrics}  # METRIC_NAMES, in another order
+        return finish(new, {**c_metrics, **a_metrics}, td_error)
+
+    def finish(new: SACState, metrics: Metrics, td_error: torch.Tensor):
+        """What ``update`` returns: the new state, the metrics (``METRIC_NAMES``, in another
+        order) and, with ``with_aux``, the per-sample outputs."""
         return (new, metrics, {"td_error": td_error}) if with_aux else (new, metrics)
 
     def critic_update(state: SACState, batch: Batch):
         """``update`` on a step whose actor is not due (``state.step % policy_delay != 0``): the
         critic half alone, which gives the same new state; the critic's metrics only."""
         new, _, metrics, td_error = critic_step(state, prepare(state, batch))
-        return (new, metrics, {"td_error": td_error}) if with_aux else (new, metrics)
+        return finish(new, metrics, td_error)
 
     update.critic_step, update.actor_step, update.with_aux = critic_step, actor_step, with_aux
     update.critic_update = critic_update

@@ -385,6 +385,56 @@ class ReferenceDroQ(ReferenceSAC):
         return qs.min(0).values if self.cfg.actor_q_reduction == "min" else qs.mean(0)
 
 
+class ReferenceSimba(ReferenceSAC):
+    """SimBa's update (SonyResearch/simba scale_rl/agents/sac/sac_agent.py _update_sac_networks
+    and sac_update.py) ported op for op on SimBa's networks: the actor's step against the critics
+    (min of the two, or the one), the temperature's on the actor's entropy with the loss
+    ``alpha * (entropy - target)``, the critics' against the new actor and temperature (their
+    squared errors summed over the critics, the target ``r + gamma^n (1 - terminated) (Q' -
+    alpha log pi')``), then the targets' average."""
+
+    def network(self, in_dim, out_dim, hidden):
+        return funcsac.architectures.simba(in_dim, out_dim, hidden)
+
+    def q_min(self, critics, obs, a):
+        return torch.stack([c(torch.cat([obs, a], -1)).squeeze(-1) for c in critics]).min(0).values
+
+    def update(self, batch: funcsac.Batch):
+        cfg = self.cfg
+        self.key, k_target, k_critic, k_actor = keys.split(self.key, 4)
+        alpha = self.log_alpha.detach().exp()
+        a, log_probs = self.sample(batch.obs, keys.split(k_actor, 2)[0])
+        actor_loss = (log_probs * alpha - self.q_min(self.critics, batch.obs, a)).mean()
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+        for c in self.critics:  # the actor's backward reached the critics too
+            c.zero_grad()
+
+        entropy = -log_probs.detach().mean()
+        temperature_loss = self.log_alpha.exp() * (entropy - cfg.target_entropy)
+        self.alpha_opt.zero_grad()
+        temperature_loss.backward()
+        self.alpha_opt.step()
+
+        new_alpha = self.log_alpha.detach().exp()
+        with torch.no_grad():
+            next_actions, next_log_probs = self.sample(batch.next_obs, keys.split(k_target, 3)[0])
+            next_q = self.q_min(self.targets, batch.next_obs, next_actions)
+            discount = cfg.gamma ** batch.horizon * (1 - batch.terminated.to(next_q.dtype))
+            target_q = batch.reward + discount * next_q - discount * new_alpha * next_log_probs
+        critic_loss = sum(((c(torch.cat([batch.obs, batch.action], -1)).squeeze(-1) - target_q)
+                           ** 2).mean() for c in self.critics)
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+        self.polyak()
+        self.step += 1
+        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
+                "alpha_loss": temperature_loss.detach(), "alpha": alpha, "entropy": entropy,
+                "target_q_mean": target_q.mean()}
+
+
 class RefBatchRenorm(nn.Module):
     """sbx's ``jax_layers.BatchRenorm`` (the CrossQ paper's layer) ported line by line, momentum
     0.99, epsilon 1e-3, r_max 3, d_max 5, warm-up 100,000 steps; in training mode (``train()``)

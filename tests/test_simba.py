@@ -11,10 +11,12 @@ import funcsac
 from funcsac.networks import _is_plain
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      crash_then_resume, make_batch, reordered, small_config)
+from reference import ReferenceSimba, assert_params_match, step_both
 
 SIMBA = small_config(network="simba", hidden_sizes=(16, 16), actor_hidden_sizes=(8,),
                      num_critics=3, normalize_obs=True, policy_delay=2)
 BRONET = dataclasses.replace(SIMBA, network="bronet")
+SIMBA_ORDER = dataclasses.replace(SIMBA, algorithm="simba", policy_delay=1)  # the actor first
 
 
 # -- an independent forward pass, written out with plain tensor ops ----------------------------
@@ -81,8 +83,8 @@ def test_networks_compute_their_published_forward_pass(cfg, reference, inner):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_compiled_simba_update_equals_eager_without_recompile(backend):
-    compiled = assert_compiled_equals_eager(SIMBA, lambda i: make_batch(SIMBA, seed=i), 4, 1e-4,
-                                            1e-5, backend)
+    compiled = assert_compiled_equals_eager(SIMBA_ORDER, lambda i: make_batch(SIMBA, seed=i), 4,
+                                            1e-4, 1e-5, backend)
     assert compiled.step.item() == 4
 
 
@@ -90,7 +92,8 @@ def _stack(*trees):
     return optree.tree_map(lambda *x: torch.stack(x), *trees, namespace="funcsac")
 
 
-@pytest.mark.parametrize("cfg", [SIMBA, BRONET], ids=["simba", "bronet"])
+@pytest.mark.parametrize("cfg", [SIMBA, SIMBA_ORDER, BRONET],
+                         ids=["simba", "simba-actor-first", "bronet"])
 def test_vmapped_agents_equal_a_loop(cfg):
     states = [funcsac.init_state(cfg, seed=s) for s in range(3)]
     batches = [_stack(*[make_batch(cfg, seed=10 * s + i) for i in range(2)]) for s in range(3)]
@@ -169,6 +172,8 @@ def test_driver_resets_at_its_interval_and_resumes_exactly_across_a_reset(tmp_pa
      "critic_layer_norm is an option of network 'mlp'"),
     (dict(actor_hidden_sizes=(8, 0)), "SACConfig.actor_hidden_sizes"),
     (dict(reset_every=-1), "TrainConfig.reset_every"),
+    (dict(algorithm="simba", policy_delay=2),
+     "policy_delay must be 1 with algorithm 'simba', whose update steps the actor before"),
 ])
 def test_bad_network_or_reset_settings_name_the_field(overrides, field):
     with pytest.raises(ValueError, match=field):
@@ -186,7 +191,7 @@ def test_presets_build_their_published_networks():
 
 @pytest.mark.parametrize("name,settings", [
     # SonyResearch/simba sac_simba.yaml, policies.py, optax.adamw (no mask)
-    ("simba", dict(log_std_min=-10.0, log_std_max=2.0, weight_decay_on="all",
+    ("simba", dict(algorithm="simba", log_std_min=-10.0, log_std_max=2.0, weight_decay_on="all",
                    target_entropy=-3.0, temperature_betas=(0.9, 0.999))),
     # naumix/BiggerRegularizedOptimistic jaxrl/bro: target entropy -act_dim / 2, temp beta1 0.5
     ("bro", dict(algorithm="bro", weight_decay_on="all", target_entropy=-3.0,
@@ -197,6 +202,21 @@ def test_presets_build_their_published_networks():
 def test_presets_take_their_references_settings(name, settings):
     cfg = funcsac.TrainConfig.from_dict(funcsac.presets.preset(name)).sac_config(17, 6)
     assert {k: getattr(cfg, k) for k in settings} == settings
+
+
+@pytest.mark.parametrize("num_critics", [2, 1])  # critic_use_cdq: true, false
+def test_simba_update_equals_simbas_ported_step_by_step(num_critics):
+    """Five updates of the simba preset's algorithm on SimBa networks (AdamW on every
+    parameter) equal SimBa's update ported op for op in float64."""
+    preset = {k: v for k, v in funcsac.presets.preset("simba").items() if k != "utd"}
+    cfg = small_config(**{**preset, "hidden_sizes": (16, 16), "actor_hidden_sizes": (8,),
+                          "num_critics": num_critics, "normalize_obs": False,
+                          "dtype": torch.float64})
+    state = funcsac.init_state(cfg, seed=4)
+    ref = ReferenceSimba(state)
+    for step in range(5):
+        state = step_both(state, ref, make_batch(cfg, seed=30 + step), step)
+    assert_params_match(state, ref)
 
 
 def test_simba_starts_from_simbas_initialisation():

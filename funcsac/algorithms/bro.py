@@ -37,7 +37,8 @@ from .. import keys
 from ..architectures import build_network
 from ..batch import Batch
 from ..grads import grad_and_value
-from ..losses import ActorOut, CriticOut, Losses, bootstrap, policy_loss, sample_action
+from ..losses import (ActorOut, CriticOut, Losses, alpha_temperature_loss, bootstrap, policy_loss,
+                      sample_action)
 from ..networks import Params, apply_network, decay_mask, module_params
 from ..policy import actor_gaussian
 from ..optim import adam_init, adam_update
@@ -97,14 +98,6 @@ def bro_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Ten
     pessimism = static.config.algorithm_options.pessimism
     return policy_loss(actor, static, obs, alpha, key, lambda a, k: combine(
         apply_quantile_critics(static, critic, obs, a, k), pessimism).mean(-1))
-
-
-def bro_temperature_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor,
-                         target_entropy: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """``alpha * (entropy - target_entropy)``, entropy ``-mean_B log pi``; returns ``(loss,
-    loss)``."""
-    loss = torch.exp(log_alpha) * (-log_prob.mean() - target_entropy)
-    return loss, loss
 
 
 def optimistic_policy(static: Static, params: Params, obs: torch.Tensor, mean: torch.Tensor,
@@ -251,7 +244,7 @@ def _check(config) -> None:
 
 BRO = register(Algorithm(
     "bro", Losses(critic=bro_critic_loss, actor=bro_actor_loss,
-                  temperature=bro_temperature_loss, target=bro_target, extra=optimistic_step),
+                  temperature=alpha_temperature_loss, target=bro_target, extra=optimistic_step),
     help="BRO: quantile critics combined by mean and pessimism, an optimistic actor that "
          "explores",
     critic_outputs=quantile_outputs, check=_check, options=BROOptions,

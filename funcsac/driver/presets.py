@@ -36,16 +36,18 @@ PRESETS = {
              "alpha_lr": 3e-4, "target_entropy_scale": 0.5, "offline_ratio": 0.5,
              "weight_init": "xavier_uniform", "log_std_squash": "clip", "log_std_min": -20.0},
     # SimBa (Lee et al. 2024, "SimBa: Simplicity Bias for Scaling Up Parameters in Deep RL";
-    # SonyResearch/simba configs/agent/sac_simba.yaml, configs/base.yaml, scale_rl/networks):
-    # SimBa networks (initialised as there: orthogonal embedding and head, He-normal blocks),
-    # the critics of width 512 with 2 blocks, the actor of width 128 with 1 block, log-std in
-    # [-10, 2], observations normalised by running statistics, AdamW (optax.adamw: weight decay
-    # 1e-2 on every parameter) with learning rates 1e-4, initial temperature 0.01 learned at
-    # 1e-4, target entropy -act_dim / 2, UTD 2 (a whole update per batch), as published (4.2 M
-    # parameters per critic). Not carried over: gamma from the episode length (TD-MPC2's
-    # heuristic; set --gamma). On tasks without terminations a single critic (PER_TASK), as
-    # sac_simba.yaml's critic_use_cdq: ${env.episodic} (no min over two).
-    "simba": {"network": "simba", "hidden_sizes": (512, 512), "actor_hidden_sizes": (128,),
+    # SonyResearch/simba configs/agent/sac_simba.yaml, configs/base.yaml, scale_rl/): the simba
+    # algorithm (its update's order and losses, scale_rl/agents/sac), SimBa networks (initialised
+    # as there: orthogonal embedding and head, He-normal blocks), the critics of width 512 with 2
+    # blocks, the actor of width 128 with 1 block, log-std in [-10, 2], observations normalised
+    # by running statistics, AdamW (optax.adamw: weight decay 1e-2 on every parameter) with
+    # learning rates 1e-4, initial temperature 0.01 learned at 1e-4 (Adam), target entropy
+    # -act_dim / 2, UTD 2 (a whole update per batch), as published (4.2 M parameters per
+    # critic). Not carried over: gamma from the episode length (TD-MPC2's heuristic; set
+    # --gamma). On tasks without terminations a single critic (PER_TASK), as sac_simba.yaml's
+    # critic_use_cdq: ${env.episodic} (no min over two).
+    "simba": {"algorithm": "simba", "network": "simba", "hidden_sizes": (512, 512),
+              "actor_hidden_sizes": (128,),
               "normalize_obs": True, "actor_lr": 1e-4, "critic_lr": 1e-4, "alpha_lr": 1e-4,
               "weight_decay": 1e-2, "weight_decay_on": "all", "init_alpha": 0.01,
               "log_std_min": -10.0, "target_entropy_scale": 0.5, "utd": 2},
