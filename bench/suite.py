@@ -139,7 +139,8 @@ def report(results: Path, image: Path) -> str:
              "critic and temperature learning rates 1e-3, the log-std tanh-squashed to [-5, 2], "
              "torch's initialisation) against sbx's (3e-4 for all three, the log-std clipped to "
              "[-20, 2], flax's lecun-normal). The `sac@sbx` rows run funcsac at sbx's SAC "
-             "settings (`bench/suite_child.py`'s `LIKE_SBX`), beside the same sbx rows.", ""]
+             "settings (`bench/suite_child.py`'s `LIKE_SBX`), beside the same sbx rows; their wall "
+             "time is not given: other work shared the machine while they ran.", ""]
     for budget in sorted({b for b, *_ in groups}):
         lines += [f"### {budget:,} steps", "",
                   "| task | algorithm | funcsac return | sbx return | funcsac wall s (seeds) | "
@@ -154,11 +155,14 @@ def report(results: Path, image: Path) -> str:
             wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)
             # funcsac's seeds share one process: compare the wall time a seed costs, on one CPU
             same_cpu = sbx and {_cpu(r["machine"]) for r in rs + sbx} == {_cpu(rs[0]["machine"])}
+            shared = any(r.get("shared_machine") for r in rs + sbx)  # other work ran beside
             ratio = (wall / len(ours)) / (sbx_wall / len(theirs)) if same_cpu else None
             published = MRQ.get(task.split("-")[0], {}).get(budget)
-            cells = [task, algo, _spread(ours), _spread(theirs), f"{wall:,.0f} ({len(ours)})",
+            cells = [task, algo, _spread(ours), _spread(theirs),
+                     "- (machine shared)" if shared else f"{wall:,.0f} ({len(ours)})",
                      f"{sbx_wall:,.0f} ({len(theirs)})" if sbx else "-",
-                     f"{ratio:.2f}" if same_cpu else "- (another CPU)" if sbx else "-",
+                     "-" if shared or not sbx else f"{ratio:.2f}" if same_cpu
+                     else "- (another CPU)",
                      _cpu(rs[0]["machine"]),
                      f"{published:,}" if published else "-"]
             lines.append("| " + " | ".join(cells) + " |")
