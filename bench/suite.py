@@ -134,13 +134,14 @@ def report(results: Path, image: Path) -> str:
              "batch 256, learning after 5,000 random steps; final return: the last evaluation "
              "(10 deterministic episodes), mean ± std over seeds; wall: all processes of the "
              "row, and the wall time a seed costs against sbx's (`python bench/suite.py`). "
-             "Published figures are not measured here. Not like for like: each library runs "
-             "its own defaults beside those shared settings; for SAC, funcsac's (CleanRL's: "
-             "critic and temperature learning rates 1e-3, the log-std tanh-squashed to [-5, 2], "
-             "torch's initialisation) against sbx's (3e-4 for all three, the log-std clipped to "
-             "[-20, 2], flax's lecun-normal). The `sac@sbx` rows run funcsac at sbx's SAC "
-             "settings (`bench/suite_child.py`'s `LIKE_SBX`), beside the same sbx rows; their wall "
-             "time is not given: other work shared the machine while they ran.", ""]
+             "Published figures are not measured here. A plain algorithm's row is not like for "
+             "like: each library runs its own defaults beside those shared settings; for SAC, "
+             "funcsac's (CleanRL's: critic and temperature learning rates 1e-3, the log-std "
+             "tanh-squashed to [-5, 2], torch's initialisation) against sbx's (3e-4 for all "
+             "three, the log-std clipped to [-20, 2], flax's lecun-normal). An `ALGO@sbx` row "
+             "runs funcsac at its sbx peer's settings (`bench/suite_child.py`'s `LIKE_SBX`), "
+             "beside the same sbx rows. A wall time marked \"machine shared\" is not given: other "
+             "work shared the machine while the run ran.", ""]
     for budget in sorted({b for b, *_ in groups}):
         lines += [f"### {budget:,} steps", "",
                   "| task | algorithm | funcsac return | sbx return | funcsac wall s (seeds) | "

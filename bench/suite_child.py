@@ -4,12 +4,13 @@
     python bench/suite_child.py sbx TASK ALGO BUDGET SEED RUN_DIR OUT.json
 
 funcsac trains ``NUM_SEEDS`` agents (seeds 1, 2, ...) vmapped in one process in ``RUN_DIR``,
-resuming from its checkpoint when the directory holds one. sbx trains one seed (sbx's SAC, CrossQ,
-TQC or DroQ), from the start. Both evaluate every ``EVAL_EVERY`` environment steps with
-``EVAL_EPISODES`` deterministic episodes, use 256x256 networks, batch 256, a 1M buffer and start
-learning after ``learning_starts(BUDGET)`` random steps. The JSON holds the evaluation curve as
-``[wall seconds, env step, [return per seed]]`` rows (wall: since the run's first piece began,
-counting earlier pieces), the phase split, and the peak RSS of this process.
+resuming from its checkpoint when the directory holds one, with its preset's settings for the
+task (``ALGO@sbx``: at the sbx peer's settings, ``LIKE_SBX``). sbx trains one seed (sbx's SAC,
+CrossQ, TQC, or its SAC as DroQ) with 256x256 networks, from the start. Both evaluate every
+``EVAL_EVERY`` environment steps with ``EVAL_EPISODES`` deterministic episodes, use batch 256, a
+1M buffer and start learning after ``learning_starts(BUDGET)`` random steps. The JSON holds the
+evaluation curve as ``[wall seconds, env step, [return per seed]]`` rows (wall: since the run's
+first piece began, counting earlier pieces), the phase split, and the peak RSS of this process.
 """
 import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import json
@@ -24,14 +25,31 @@ PROCESS_START = time.perf_counter()
 EVAL_EVERY, EVAL_EPISODES = 10_000, 10
 PIECES = "suite-pieces.json"  # wall seconds of the run's earlier pieces (written by suite.py)
 CURVE = "suite-curve.json"
-SBX = {"sac": "SAC", "crossq": "CrossQ", "tqc": "TQC", "droq": "DroQ"}
+# sbx's algorithm for each peer name, with its settings over sbx's defaults: DroQ is sbx's SAC
+# with dropout and LayerNorm critics, 20 gradient steps an env step and an actor step every 20
+# (sbx's README, "Note about DroQ"; sbx >= 0.16 has no DroQ class)
+SBX = {"sac": ("SAC", {}), "crossq": ("CrossQ", {}), "tqc": ("TQC", {}),
+       "droq": ("SAC", {"gradient_steps": 20, "policy_delay": 20,
+                        "policy_kwargs": {"dropout_rate": 0.01, "layer_norm": True}})}
 # funcsac set to a peer's own settings, by name: (the sbx algorithm it is compared with, the
-# preset, the settings over it). sbx's SAC (sbx/sac/sac.py, sbx/common/policies.py): learning
-# rates 3e-4 for the actor, the critics and the temperature, the log-std clipped to [-20, 2],
-# flax's Dense init (lecun-normal, zero biases); the rest as funcsac's SAC
-LIKE_SBX = {"sac@sbx": ("sac", "sac", {"actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4,
-                                       "log_std_squash": "clip", "log_std_min": -20.0,
-                                       "weight_init": "lecun_normal"})}
+# preset, the settings over it), at the campaign's 256 x 256 networks on both sides. sbx's
+# actors (sbx/common/policies.py): the log-std clipped to [-20, 2], flax's Dense init
+# (lecun-normal, zero biases). SAC (sbx/sac/sac.py): learning rates 3e-4 for the actor, the
+# critics and the temperature. CrossQ (sbx/crossq/crossq.py): the crossq preset's settings
+# (sbx's) at 256-wide critics. TQC (sbx/tqc): 2 critics of 25 quantiles, 2 dropped per critic on
+# every task. DroQ (sbx's SAC as above): dropout 0.01 on every task, the target entropy
+# -act_dim, the actor against the min of the critics.
+_SBX_ACTOR = {"log_std_squash": "clip", "log_std_min": -20.0, "weight_init": "lecun_normal"}
+_WIDTHS = {"hidden_sizes": (256, 256), "actor_hidden_sizes": (256, 256)}
+LIKE_SBX = {
+    "sac@sbx": ("sac", "sac", {"actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4,
+                               **_SBX_ACTOR}),
+    "crossq@sbx": ("crossq", "crossq", {**_WIDTHS}),
+    "tqc@sbx": ("tqc", "tqc", {**_WIDTHS, **_SBX_ACTOR, "num_critics": 2,
+                               "drop_quantiles": 2}),
+    "droq@sbx": ("droq", "droq", {**_SBX_ACTOR, "critic_dropout": 0.01, "target_entropy": None,
+                                  "actor_q_reduction": "min"}),
+}
 
 
 def peer_of(algo: str) -> str:
@@ -64,7 +82,7 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
 
     name, settings = (LIKE_SBX[algo][1:] if algo in LIKE_SBX else (algo, {}))
     config = funcsac.TrainConfig(**{
-        **preset(name), **settings, "env_id": task, "total_steps": budget,
+        **preset(name, task), **settings, "env_id": task, "total_steps": budget,
         "learning_starts": learning_starts(budget), "eval_every": eval_every(budget),
         "eval_episodes": EVAL_EPISODES, "checkpoint_every": eval_every(budget),
         "num_seeds": seeds, "batch_size": 256, "progress": False, "compile": not eager})
@@ -103,12 +121,13 @@ def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
                 curve.append([time.perf_counter() - PROCESS_START, self.num_timesteps, [ret]])
             return True
 
+    name, settings = SBX[algo]
     net = ({"net_arch": {"pi": [256, 256], "qf": [256, 256]}} if algo == "crossq"
            else {"net_arch": [256, 256]})
-    model = getattr(sbx, SBX[algo])("MlpPolicy", gym.make(task), batch_size=256,
-                                    learning_starts=learning_starts(budget),
-                                    buffer_size=1_000_000, policy_kwargs=net, seed=seed,
-                                    verbose=0)
+    settings = {**settings, "policy_kwargs": {**net, **settings.get("policy_kwargs", {})}}
+    model = getattr(sbx, name)("MlpPolicy", gym.make(task), batch_size=256,
+                               learning_starts=learning_starts(budget), buffer_size=1_000_000,
+                               seed=seed, verbose=0, **settings)
     start = time.perf_counter()
     model.learn(total_timesteps=budget, callback=Curve())
     return {"curve": curve, "split": {"learn": time.perf_counter() - start}, "seeds": [seed]}

@@ -3,6 +3,7 @@ the resumed campaign's results equal an uninterrupted one's, its wall time count
 and the report names the task."""
 import importlib.util
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -64,3 +65,23 @@ def test_a_like_for_like_row_runs_funcsac_at_the_peers_settings_beside_the_peers
         "actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4, "log_std_squash": "clip",
         "log_std_min": -20.0, "weight_init": "lecun_normal"}
     assert json.loads(out.read_text())["curve"]
+
+
+def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(monkeypatch):
+    """Every ``ALGO@sbx`` of the campaign names a peer sbx runs and settings that make a valid
+    run of its preset on the campaign's tasks."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    # the bench's first import sets this variable; the test's end restores it
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    import funcsac
+    from funcsac.driver.presets import preset
+    from suite_child import LIKE_SBX, SBX
+    for algo, (peer, name, settings) in LIKE_SBX.items():
+        assert peer in SBX, algo
+        for task in ("HalfCheetah-v5", "Hopper-v5"):
+            cfg = funcsac.TrainConfig(**{**preset(name, task), **settings, "env_id": task})
+            sac = cfg.sac_config(17, 6)
+            assert sac.hidden_sizes == (256, 256), algo
+            fields = [k for k in settings if k != "target_entropy" and hasattr(sac, k)]
+            assert {k: getattr(sac, k) for k in fields} == {k: settings[k] for k in fields}
