@@ -78,17 +78,22 @@ class ReferenceSAC:
     def target(self, batch: funcsac.Batch, key, alpha):
         """The critics' regression target [B] (SAC's: min over M target critics)."""
         cfg = self.cfg
-        k_action, k_subset, _ = keys.split(key, 3)
+        k_action, k_subset, k_dropout = keys.split(key, 3)
         next_obs = batch.next_obs
         with torch.no_grad():
             next_a, next_logp = self.sample(next_obs, k_action)
             idx = range(cfg.num_critics)
             if cfg.num_target_critics < cfg.num_critics:
                 idx = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics).tolist()
-            tq = torch.stack([self.targets[i](torch.cat([next_obs, next_a], -1)).squeeze(-1)
-                              for i in idx]).min(0).values
+            tq = self.q_values([self.targets[i] for i in idx],
+                               torch.cat([next_obs, next_a], -1), k_dropout).min(0).values
             done = batch.terminated.to(next_obs.dtype)
             return batch.reward + cfg.gamma ** batch.horizon * (1 - done) * (tq - alpha * next_logp)
+
+    def q_values(self, critics, x, key):
+        """``[len(critics), B]``: each critic on ``x [B, D]`` (``key``: its dropout masks' key,
+        unused without dropout)."""
+        return torch.stack([c(x).squeeze(-1) for c in critics])
 
     def critic_loss(self, obs, action, target, weight):
         loss = 0
@@ -355,19 +360,6 @@ class ReferenceDroQ(ReferenceSAC):
             out.append(h.squeeze(-1))
         return torch.stack(out)
 
-    def target(self, batch: funcsac.Batch, key, alpha):
-        cfg = self.cfg
-        k_action, k_subset, k_dropout = keys.split(key, 3)
-        with torch.no_grad():
-            next_a, next_logp = self.sample(batch.next_obs, k_action)
-            idx = range(cfg.num_critics)
-            if cfg.num_target_critics < cfg.num_critics:
-                idx = keys.choice(k_subset, cfg.num_critics, cfg.num_target_critics).tolist()
-            tq = self.q_values([self.targets[i] for i in idx],
-                               torch.cat([batch.next_obs, next_a], -1), k_dropout).min(0).values
-            done = batch.terminated.to(tq.dtype)
-            return batch.reward + cfg.gamma ** batch.horizon * (1 - done) * (tq - alpha * next_logp)
-
     def split_key(self):
         self.key, k_target, self.k_critic, k_actor = keys.split(self.key, 4)
         return k_target, k_actor
@@ -397,7 +389,7 @@ class ReferenceSimba(ReferenceSAC):
         return funcsac.architectures.simba(in_dim, out_dim, hidden)
 
     def q_min(self, critics, obs, a):
-        return torch.stack([c(torch.cat([obs, a], -1)).squeeze(-1) for c in critics]).min(0).values
+        return self.q_values(critics, torch.cat([obs, a], -1), None).min(0).values
 
     def update(self, batch: funcsac.Batch):
         cfg = self.cfg
