@@ -133,6 +133,9 @@ def test_a_killed_experiment_resumes_exactly(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray instance it started
     proc.wait()
     assert len(list(exp.glob("trial_*/checkpoint_000002"))) < 2, "killed too late"
+    # the worst moment to be killed: as Tune wrote its state file, which it does in place
+    state = max(exp.glob("experiment_state-*.json"))
+    state.write_text(state.read_text()[:100])
     assert main(["tune", "--storage", str(tmp_path), "--name", "exp", "--resume"]) == 0
     for tau in (0.005, 0.05):
         trial = [p for p in exp.glob("trial_*") if _trial_tau(p) == tau]
@@ -141,6 +144,34 @@ def test_a_killed_experiment_resumes_exactly(tmp_path):
         straight = tmp_path / f"straight-{tau}"
         funcsac.train(trial_config(BASE, {"tau": tau}, 1), straight)
         assert _eval_rows(last) == _eval_rows(straight)  # every evaluation, bit for bit
+
+
+def test_a_snapshot_restores_the_state_files_a_kill_cut_short(tmp_path):
+    from funcsac.driver.tools.tune_state import restore_snapshot, write_snapshot
+    staging, exp = tmp_path / "staging", tmp_path / "exp"
+    staging.mkdir(), exp.mkdir()
+    files = {"experiment_state-1.json": '{"trials": [1, 2]}', "basic-variant-state-1.json": "s"}
+    for name, text in files.items():
+        (staging / name).write_text(text)
+        (exp / name).write_text(text)
+    write_snapshot([staging / "basic-variant-state-1.json"], exp)  # an older one, superseded
+    write_snapshot(sorted(staging.iterdir()), exp)
+    assert [p.name for p in exp.glob(".funcsac-state-*")] == [".funcsac-state-000001"]
+    (exp / "experiment_state-1.json").write_text('{"tri')  # cut short
+    (exp / "basic-variant-state-1.json").unlink()
+    (exp / "experiment_state-2.json").write_text("")  # a later session, killed at once
+    with pytest.warns(UserWarning, match="experiment_state-2.json was cut short"):
+        restore_snapshot(exp)
+    assert {n: (exp / n).read_text() for n in files} == files
+    assert not (exp / "experiment_state-2.json").exists()
+    assert (exp / "experiment_state-2.json.cut-short").exists()
+
+
+def test_a_resume_with_no_whole_state_is_refused_rather_than_restarted(tmp_path):
+    from funcsac.driver.tools.tune_state import restore_snapshot
+    (tmp_path / "experiment_state-1.json").write_text("")
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="no whole Tune experiment"):
+        restore_snapshot(tmp_path)
 
 
 def _trial_tau(trial_dir) -> float:

@@ -198,7 +198,9 @@ def run_tune(settings: Optional[TuneSettings], storage, name: str = "funcsac-tun
     base = TrainConfig.from_dict(settings.base)
     reports = -(-base.total_steps // base.eval_every) if base.eval_every else 1  # evaluations
     _init_ray(address)
+    from .tune_state import StateSnapshot, restore_snapshot
     if resume:
+        restore_snapshot(path)
         tuner = tune.Tuner.restore(str(path), _trainable(settings), resume_unfinished=True,
                                    resume_errored=True)
     else:
@@ -212,7 +214,8 @@ def run_tune(settings: Optional[TuneSettings], storage, name: str = "funcsac-tun
                                         scheduler=_scheduler(settings, reports),
                                         reuse_actors=True, trial_name_creator=_trial_name,
                                         trial_dirname_creator=_trial_name),
-            run_config=tune.RunConfig(name=name, storage_path=str(storage), verbose=0))
+            run_config=tune.RunConfig(name=name, storage_path=str(storage), verbose=0,
+                                      callbacks=[StateSnapshot()]))
     results = tuner.fit()
     plot_best(results, path / "best.png")
     return results
