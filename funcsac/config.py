@@ -14,6 +14,8 @@ from .platform.devices import check_device
 from .registry import (POLICIES, ROOMS, algorithm_of, is_int, is_real, option_names, setting,
                        variant_of)
 
+# SACConfig.precision -> the dtype of the networks' matrix products (None: the parameters')
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
 # fields that only set the initial value of a dynamic hyperparameter (a leaf of the state)
 INITIAL_VALUE_FIELDS = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "init_alpha",
@@ -139,6 +141,11 @@ class SACConfig:
     scale_rewards: bool = setting(
         False, "divide rewards by the running std of the discounted return (as SB3's "
         "VecNormalize)")
+    precision: str = setting(
+        "fp32", "the networks' matrix products and convolutions: fp32, or bf16 (bfloat16 "
+        "operands; parameters, optimizer moments, activations between the products, losses, "
+        "targets and the temperature stay float32; fast on CPUs with AMX or AVX512-BF16 and on "
+        "CUDA)")
     algorithm: str = setting("sac", "the losses update trains with")
     encoder: str = setting("drq", "with pixels: the image encoder")
     image_shape: Tuple[int, ...] = ()  # (C, H, W) of uint8 images; empty: vectors of obs_dim
@@ -369,6 +376,11 @@ def validate_config(cfg: SACConfig) -> None:
         _require(v is None or callable(v), name, "must be None or a callable", v)
     _require(isinstance(cfg.dtype, torch.dtype) and cfg.dtype.is_floating_point, "dtype",
              "must be a floating torch.dtype", cfg.dtype)
+    _require(cfg.precision in tuple(PRECISIONS), "precision", f"must be one of {tuple(PRECISIONS)}",
+             cfg.precision)
+    _require(cfg.precision == "fp32" or cfg.dtype == torch.float32, "precision",
+             f"must be 'fp32' with dtype {cfg.dtype} (bf16 products take float32 parameters)",
+             cfg.precision)
     _check_variants(cfg)
     _require(not algorithm.actor_first or cfg.policy_delay == 1, "policy_delay",
              f"must be 1 with algorithm {cfg.algorithm!r}, whose update steps the actor before "

@@ -19,6 +19,13 @@ that has been called once runs in several threads, beside eager calls, without r
 guaranteed: compiling (a first call or a recompile) in several threads at once, which torch.compile
 itself does not promise, and CUDA graphs (``mode="reduce-overhead"``) from several threads. A change
 made to a shared template after a thread copied it (such as ``.eval()``) does not reach the copy.
+
+Precision: a template marked with ``set_products_dtype`` (``SACConfig.precision="bf16"``) takes
+its matrix products and convolutions, forward and backward, with operands in that dtype (the
+hardware accumulates in float32) and casts each result back, so the parameters, the activations
+between the products and the outputs keep the parameters' dtype. A template that is not a plain
+``Sequential`` runs under ``torch.autocast`` instead (its other layers then see bfloat16
+activations too) and its output is cast back.
 """
 from __future__ import annotations
 
@@ -95,6 +102,20 @@ def cast_params(params: Params, device, dtype) -> Params:
 
 
 _THREAD = threading.local()
+# a template's attribute: the dtype of its matrix products (absent: its parameters' dtype)
+_PRODUCTS = "funcsac_products_dtype"
+
+
+def set_products_dtype(template: nn.Module, dtype: Optional[torch.dtype]) -> nn.Module:
+    """Mark ``template`` (before its first use) to take its matrix products and convolutions in
+    ``dtype`` (``None``: its parameters' dtype). Returns ``template``."""
+    setattr(template, _PRODUCTS, dtype)
+    return template
+
+
+def products_dtype(template: nn.Module) -> Optional[torch.dtype]:
+    """The dtype ``set_products_dtype`` gave ``template`` (``None``: its parameters')."""
+    return getattr(template, _PRODUCTS, None)
 
 
 def thread_template(template: nn.Module) -> nn.Module:
@@ -170,21 +191,23 @@ def _is_plain(template: nn.Module) -> bool:
 
 
 def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
-               stats: Optional[Params] = None, prefix: str = "") -> torch.Tensor:
+               stats: Optional[Params] = None, prefix: str = "",
+               products: Optional[torch.dtype] = None) -> torch.Tensor:
     """What ``functional_call(template, params, (x,))`` computes for a plain ``Sequential``: the
     same operations, with no tensor swapped into the module. With a ``stats`` dict, BatchRenorm
     layers run in training mode and put their new running statistics in it, which
     ``functional_call`` cannot return (CrossQ's joint pass needs them); ``prefix`` is the name of
-    ``template`` in ``params`` (a ``Residual`` block's, with a dot). Not faster: an eager update
+    ``template`` in ``params`` (a ``Residual`` block's, with a dot); ``products`` the dtype of the
+    Linear and Conv2d layers' operands (``None``: as they are). Not faster: an eager update
     takes 1.00-1.03x its time with every network through ``functional_call`` (bench/paths.py,
     SAC, REDQ and DroQ at 256 wide)."""
     for name, layer in template.named_children():
         kind, at = type(layer), f"{prefix}{name}."
         if kind is nn.Linear:
-            x = F.linear(x, params[f"{at}weight"], params.get(f"{at}bias"))
+            x = _product(products, F.linear, x, params[f"{at}weight"], params.get(f"{at}bias"))
         elif kind is nn.Conv2d:
-            x = F.conv2d(x, params[f"{at}weight"], params.get(f"{at}bias"), layer.stride,
-                         layer.padding, layer.dilation, layer.groups)
+            x = _product(products, F.conv2d, x, params[f"{at}weight"], params.get(f"{at}bias"),
+                         layer.stride, layer.padding, layer.dilation, layer.groups)
         elif kind is nn.LayerNorm:
             x = F.layer_norm(x, layer.normalized_shape, params.get(f"{at}weight"),
                              params.get(f"{at}bias"), layer.eps)
@@ -195,27 +218,42 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
             if new is not None:
                 stats.update(new)
         elif kind is Residual:
-            x = x + _run_plain(layer, params, x, stats, at)
+            x = x + _run_plain(layer, params, x, stats, at, products)
         else:
             x = layer(x)
     return x
 
 
+def _product(products: Optional[torch.dtype], op, x: torch.Tensor, weight: torch.Tensor,
+             bias: Optional[torch.Tensor], *args) -> torch.Tensor:
+    """``op(x, weight, bias, *args)`` (a linear layer's or a convolution's) with its operands in
+    ``products`` (``None``: as they are), the result in ``x``'s dtype."""
+    if products is None:
+        return op(x, weight, bias, *args)
+    return op(x.to(products), weight.to(products), None if bias is None else bias.to(products),
+              *args).to(x.dtype)
+
+
 def apply_network(template: nn.Module, params: Params, x: torch.Tensor,
-             stats: Optional[Params] = None) -> torch.Tensor:
+                  stats: Optional[Params] = None) -> torch.Tensor:
     """``template`` applied to ``x`` with ``params``, the one place the way is chosen: directly
     for a plain ``Sequential`` (``_run_plain``), else by ``functional_call`` on this thread's
-    copy, buffers copied first. ``stats``: see ``_run_plain`` (ignored by a template without
-    BatchRenorm layers)."""
+    copy, buffers copied first; its products in the dtype ``set_products_dtype`` gave it.
+    ``stats``: see ``_run_plain`` (ignored by a template without BatchRenorm layers)."""
+    products = products_dtype(template)
     if _is_plain(template):
-        return _run_plain(template, params, x, stats)
+        return _run_plain(template, params, x, stats, products=products)
     if stats is not None and _fact(template, _has_batch_renorm):
         raise ValueError("training-mode batch statistics need a network that is an "
                          "nn.Sequential of Linear, LayerNorm, KeyedDropout, BatchRenorm and "
                          f"parameter-free layers, got {type(template).__name__}")
     module = thread_template(template)
     copies = {n: params[n].clone() for n, _ in module.named_buffers() if n in params}
-    return functional_call(module, {**params, **copies}, (x,))
+    if products is None:
+        return functional_call(module, {**params, **copies}, (x,))
+    with torch.autocast(x.device.type, dtype=products):
+        out = functional_call(module, {**params, **copies}, (x,))
+    return out.to(x.dtype)
 
 
 def apply_actor(template: nn.Module, params: Params, obs: torch.Tensor,

@@ -5,6 +5,7 @@ import dataclasses
 import functools
 import math
 import threading
+import warnings
 from typing import Any, Dict, NamedTuple, Optional
 
 import optree
@@ -15,10 +16,12 @@ from torch import nn
 from . import keys
 from .config import SACConfig
 from .architectures import build_network
+from .config import PRECISIONS
 from .networks import (Params, cast_params, decay_mask, module_params,
-                       param_shapes, stack_params)
+                       param_shapes, set_products_dtype, stack_params)
 from .normalize import RunningStats, init_stats
 from .optim import AdamState, adam_init
+from .platform.devices import bf16_products_slow
 from .registry import NAMESPACE, POLICIES, algorithm_of, variant_of
 
 
@@ -153,9 +156,22 @@ def static_for(config: SACConfig) -> Static:
     if encoder is not None and any(n.startswith(ENCODER_PREFIX) for n in critic.state_dict()):
         raise ValueError(f"the critic has tensors named {ENCODER_PREFIX!r}..., the names "
                          "the shared image encoder's take beside them; rename its submodule")
+    for template in (actor, critic, encoder, *extra.values()):
+        if isinstance(template, nn.Module):
+            set_products_dtype(template, PRECISIONS[config.precision])
     on = config.weight_decay_on
     return Static(config, actor, critic, decay_mask(actor, on), decay_mask(critic, on), encoder,
                   {} if encoder is None else decay_mask(encoder, on), extra)
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_if_slow_bf16(device: str) -> None:
+    """A warning, once per device, where bfloat16 products are slower than float32 ones."""
+    why = bf16_products_slow(device)
+    if why:
+        warnings.warn(f"precision bf16 on {device}: {why}, so its bfloat16 products are "
+                      "emulated, slower than float32 (precision fp32 is faster here)",
+                      stacklevel=3)
 
 
 ENCODER_PREFIX = "encoder."
@@ -190,6 +206,8 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
     turns; other threads should not draw from the global torch RNG meanwhile.
     """
     static = static_for(config)
+    if config.precision == "bf16":
+        _warn_if_slow_bf16(config.device)
     dev, dt = torch.device(config.device), config.dtype
     with _INIT_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

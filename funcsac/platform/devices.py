@@ -41,3 +41,21 @@ def _available_devices() -> str:
     built = torch.accelerator.current_accelerator(check_available=True)
     count = 0 if built is None else torch.accelerator.device_count()
     return ", ".join(["cpu"] + [f"{built.type}:{i}" for i in range(count)])
+
+
+def bf16_products_slow(device) -> str:
+    """Why ``device`` has no fast bfloat16 matrix products, or "" where it has them: a CPU with
+    AMX or AVX512-BF16 (elsewhere torch converts to float32 and back, slower than float32), a
+    CUDA device with native bfloat16 (compute capability 8.0 and later)."""
+    device = torch.device(device)
+    if device.type == "cpu":
+        from .cpu import cpu_description
+        flags = cpu_description()["flags"].split()
+        if "amx_bf16" in flags or "avx512_bf16" in flags:
+            return ""
+        return "this CPU has neither AMX nor AVX512-BF16"
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported(including_emulation=False):
+            return ""
+        return f"{torch.cuda.get_device_name(device)} has no native bfloat16"
+    return f"bfloat16 products on {device.type} are not known to be fast"
