@@ -50,6 +50,9 @@ LIKE_SBX = {
     "droq@sbx": ("droq", "droq", {**_SBX_ACTOR, "critic_dropout": 0.01, "target_entropy": None,
                                   "actor_q_reduction": "min"}),
 }
+# each with bfloat16 products (--precision bf16), beside the same sbx runs
+LIKE_SBX.update({f"{algo}-bf16": (peer, name, {**settings, "precision": "bf16"})
+                 for algo, (peer, name, settings) in list(LIKE_SBX.items())})
 
 
 def peer_of(algo: str) -> str:

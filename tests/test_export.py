@@ -115,6 +115,26 @@ def test_custom_actor_runs_without_funcsac(agent, tmp_path):
     _check_without_funcsac(custom, path, "torch-export", tmp_path)
 
 
+def test_a_bf16_agent_exports_with_float32_products(agent, tmp_path):
+    """ONNX Runtime has no bfloat16 Gemm on a CPU: the exported policy takes float32 products,
+    within bfloat16's rounding of the agent's own actions (``6 L u`` relative over ``L``
+    products, as tests/test_precision.py derives) and exactly as the fp32 agent's."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    cfg = dataclasses.replace(agent.state.config, precision="bf16")
+    agent16 = dataclasses.replace(agent, state=funcsac.init_state(cfg, seed=1))
+    agent32 = dataclasses.replace(agent, state=funcsac.init_state(
+        dataclasses.replace(cfg, precision="fp32"), seed=1))
+    path = export_policy(agent16, tmp_path / "policy.onnx", "onnx")
+    _check_without_funcsac(agent32, path, "onnx", tmp_path)
+    obs = np.random.default_rng(1).standard_normal((5, cfg.obs_dim)).astype(np.float32)
+    with torch.no_grad():
+        action = policy_module(agent16)(torch.from_numpy(obs)).numpy()
+    layers = len(cfg.hidden_sizes) + 1
+    scale = np.abs(agent.spec.high).max()
+    np.testing.assert_allclose(action, agent16.act(obs), rtol=0, atol=6 * layers * 2**-8 * scale)
+
+
 def test_float64_agent_takes_float32_obs(agent):
     cfg = agent.state.config
     state = funcsac.init_state(dataclasses.replace(cfg, dtype=torch.float64), seed=1)

@@ -3,6 +3,7 @@
 runs without funcsac."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional, Union
 
@@ -15,7 +16,7 @@ from ...encoders import encoder_input
 from ...networks import apply_encoder
 from ...normalize import RunningStats, normalize_obs
 from ...registry import POLICIES
-from ...state import Static
+from ...state import Static, static_for
 from ...platform.files import write_atomically
 from ..envs.spec import EnvSpec, scale_action
 
@@ -70,8 +71,9 @@ def _as_dtype(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
     """The deterministic policy of ``agent`` (a ``funcsac.load`` result) as a plain module on the
-    CPU, giving the same actions as ``agent.act(obs)``. A run of several agents needs
-    ``agent_index`` to pick one."""
+    CPU, giving the same actions as ``agent.act(obs)`` (a ``precision="bf16"`` agent's with
+    float32 products, which every runtime takes on a CPU: within bfloat16's rounding of them).
+    A run of several agents needs ``agent_index`` to pick one."""
     if agent_index is not None:
         if not -len(agent) <= agent_index < len(agent):
             raise ValueError(f"agent index {agent_index} out of range: the run has {len(agent)} "
@@ -86,7 +88,10 @@ def policy_module(agent, agent_index: Optional[int] = None) -> Policy:
     stats = state.norm.get("obs")
     if stats is not None:
         stats = RunningStats(*(t.detach().to("cpu", copy=True) for t in stats))
-    return Policy(state.static, on_cpu(state.actor), agent.spec, stats, on_cpu(state.encoder))
+    static = state.static
+    if static.config.precision != "fp32":
+        static = static_for(dataclasses.replace(static.config, precision="fp32"))
+    return Policy(static, on_cpu(state.actor), agent.spec, stats, on_cpu(state.encoder))
 
 
 class _EntriesAsInputs(nn.Module):

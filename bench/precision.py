@@ -1,0 +1,97 @@
+"""Each preset's gradient step in fp32 and in bf16 (``--precision``) at its published widths,
+eager and compiled, against its matrix-product FLOPs at the GEMM rate measured in the same run
+for that precision:
+
+    python bench/precision.py [--presets sac,crossq,tqc,simba,bro] [--env-id HalfCheetah-v5]
+                              [--write]
+
+Sizes: the preset's settings for the task (HalfCheetah-v5: 17 observations, 6 actions) and its
+batch. A row is one gradient step (the actor's too); per env step is that times the preset's
+``utd``. The bound: the step's product FLOPs (forward and backward, torch's formulas) over the
+median rate of ``[batch, width] @ [width, width]`` at the preset's widest layer in that
+precision. Interleaved: each round times every row once; medians over 5 rounds. ``--write``
+puts the table in bench/RESULTS.md.
+"""
+import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
+import argparse
+import statistics
+
+import funcsac  # noqa: F401  before torch, as funcsac train
+import funcsac.platform.cpu
+import torch
+
+from measure import count_flops, median_us
+from results_md import machine, write_block
+from workloads import random_batch, stepper
+
+ROUNDS = 5
+
+
+def preset_config(name: str, env_id: str, precision: str):
+    """The preset's agent for ``env_id``'s task at HalfCheetah's sizes, and its train settings."""
+    settings = funcsac.TrainConfig(**{**funcsac.presets.preset(name, env_id),
+                                      "precision": precision})
+    return settings.sac_config(17, 6), settings
+
+
+def gemm_rate(rows: int, width: int, dtype) -> float:
+    """GFLOP/s of ``[rows, width] @ [width, width]`` in ``dtype`` (median of 50 calls)."""
+    a, b = torch.randn(rows, width, dtype=dtype), torch.randn(width, width, dtype=dtype)
+    return 2 * rows * width * width / median_us(lambda: torch.mm(a, b), 5, 50) / 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", default="sac,crossq,tqc,simba,bro")
+    parser.add_argument("--env-id", default="HalfCheetah-v5")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    torch.set_flush_denormal(True)
+    torch._dynamo.config.cache_size_limit = 64  # one compiled update per row
+    rows = {}
+    for name in args.presets.split(","):
+        for precision in ("fp32", "bf16"):
+            cfg, settings = preset_config(name, args.env_id, precision)
+            state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg, settings.batch_size)
+            eager = stepper(funcsac.update, state, batch)
+            compiled = stepper(torch.compile(funcsac.update, fullgraph=True), state, batch)
+            for _ in range(3):
+                compiled()  # the compile, then warm-up
+            width = max(cfg.hidden_sizes + cfg.actor_hidden_sizes)
+            rows[name, precision] = dict(
+                cfg=cfg, utd=settings.utd, eager=eager, compiled=compiled, times=([], []),
+                flops=count_flops(eager), shape=(settings.batch_size, width),
+                dtype=torch.bfloat16 if precision == "bf16" else torch.float32, rates=[])
+    for _ in range(ROUNDS):
+        for row in rows.values():
+            row["times"][0].append(median_us(row["eager"], 1, 3) / 1e3)
+            row["times"][1].append(median_us(row["compiled"], 2, 10) / 1e3)
+            row["rates"].append(gemm_rate(*row["shape"], row["dtype"]))
+    lines = [f"Each preset's gradient step at its published widths, HalfCheetah sizes (17/6), its "
+             f"batch (`python bench/precision.py --presets {args.presets}`; {machine()}, CPU "
+             f"flags: {_bf16_flags()}; medians of {ROUNDS} interleaved rounds). Bound: the "
+             "step's product FLOPs at the GEMM rate measured for the widest layer's shape in "
+             "that precision; per env step: compiled times utd.", "",
+             "| preset | precision | eager ms | compiled ms | MFLOP | GEMM GFLOP/s | bound ms | "
+             "compiled / bound | compiled ms per env step |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (name, precision), row in rows.items():
+        eager, compiled = (statistics.median(t) for t in row["times"])
+        rate = statistics.median(row["rates"])
+        bound = row["flops"] / rate / 1e6
+        lines.append(f"| {name} | {precision} | {eager:.1f} | {compiled:.2f} | "
+                     f"{row['flops'] / 1e6:.0f} | {rate:.0f} | {bound:.2f} | "
+                     f"{compiled / bound:.1f} | {compiled * row['utd']:.1f} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.write:
+        write_block("precision", table)
+
+
+def _bf16_flags() -> str:
+    flags = funcsac.platform.cpu.cpu_description()["flags"].split()
+    return ", ".join(f for f in ("avx512_bf16", "amx_bf16") if f in flags) or "no bf16 products"
+
+
+if __name__ == "__main__":
+    main()
