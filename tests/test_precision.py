@@ -142,10 +142,14 @@ def test_precision_is_checked():
 @pytest.mark.parametrize("flags,slow", [("fpu avx2", True), ("avx512f avx512_bf16", False),
                                         ("avx512f amx_bf16 amx_tile", False)])
 def test_where_bf16_products_are_slow_is_said(monkeypatch, flags, slow):
-    monkeypatch.setattr(devices, "cpu_description", lambda: {"flags": flags}, raising=False)
     import funcsac.platform.cpu as cpu
     monkeypatch.setattr(cpu, "cpu_description", lambda: {"flags": flags})
     why = devices.bf16_products_slow("cpu")
     assert bool(why) == slow
     if slow:
         assert "neither AMX nor AVX512-BF16" in why
+        # what init_state says, once per device (the cache left out here)
+        with pytest.warns(UserWarning, match="precision bf16 on cpu: this CPU has neither AMX "
+                                             "nor AVX512-BF16, so its bfloat16 products are "
+                                             "emulated, slower than float32"):
+            funcsac.state._warn_if_slow_bf16.__wrapped__("cpu")
