@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from . import cpu
+
 
 def check_device(device, name: str = "device") -> str:
     """The canonical name of ``device`` (a string such as ``"cuda:1"``, or a ``torch.device``);
@@ -49,8 +51,7 @@ def bf16_products_slow(device) -> str:
     CUDA device with native bfloat16 (compute capability 8.0 and later)."""
     device = torch.device(device)
     if device.type == "cpu":
-        from .cpu import cpu_description
-        flags = cpu_description()["flags"].split()
+        flags = cpu.cpu_description()["flags"].split()
         if "amx_bf16" in flags or "avx512_bf16" in flags:
             return ""
         return "this CPU has neither AMX nor AVX512-BF16"
