@@ -160,7 +160,11 @@ class ReferenceSAC:
         self.step += 1
         return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
                 "alpha_loss": alpha_loss.detach(), "alpha": alpha,
-                "entropy": -logp.detach().mean(), "target_q_mean": target.mean()}
+                "entropy": -logp.detach().mean(), "target_q_mean": self.target_mean(target)}
+
+    def target_mean(self, target):
+        """The mean over the batch of the target's values (of its atoms' mean, for atoms)."""
+        return target.mean()
 
     def view_target(self, target):
         """The target of each row the critic loss takes (DrQ: averaged over the views)."""
@@ -225,6 +229,60 @@ class ReferenceTQC(ReferenceSAC):
             for k in range(n_quantiles):
                 total = total + z[:, k]
         return total / (self.cfg.num_critics * n_quantiles)
+
+
+class ReferenceCategorical(ReferenceSAC):
+    """SAC with categorical critics, the target's projection as SimbaV2's
+    ``categorical_td_loss`` writes it (dojeon-ai/SimbaV2, C51's): each shifted bin's probability
+    put on the floor and ceiling bins through one-hot masks, ``p (u + [l == u] - b)`` and
+    ``p (b - l)``; per row the target distribution of the critic with the lower expected value
+    (clipped double Q); the cross-entropy of each critic's log-softmax against it."""
+
+    def bins(self):
+        o = self.cfg.algorithm_options
+        return torch.linspace(o.v_min, o.v_max, o.num_bins, dtype=self.cfg.dtype)
+
+    def target(self, batch: funcsac.Batch, key, alpha):
+        o, z = self.cfg.algorithm_options, self.bins()
+        k = o.num_bins
+        k_action, k_subset, _ = keys.split(key, 3)
+        idx = range(self.cfg.num_critics)
+        if self.cfg.num_target_critics < self.cfg.num_critics:
+            idx = keys.choice(k_subset, self.cfg.num_critics, self.cfg.num_target_critics).tolist()
+        with torch.no_grad():
+            next_a, next_logp = self.sample(batch.next_obs, k_action)
+            x = torch.cat([batch.next_obs, next_a], -1)
+            log_probs = [torch.log_softmax(self.targets[i](x), -1) for i in idx]
+            values = torch.stack([(lp.exp() * z).sum(-1) for lp in log_probs])
+            lowest = values.argmin(0)
+            target_probs = torch.stack([log_probs[lowest[b]][b].exp() for b in range(len(x))])
+            discount = (self.cfg.gamma ** batch.horizon
+                        * (1 - batch.terminated.to(x.dtype)))[:, None]
+            shifted = batch.reward[:, None] + discount * (z[None] - alpha * next_logp[:, None])
+            shifted = shifted.clamp(o.v_min, o.v_max)
+            b = (shifted - o.v_min) / ((o.v_max - o.v_min) / (k - 1))
+            lo, up = b.floor(), b.ceil()
+            lo_mask = torch.nn.functional.one_hot(lo.reshape(-1).long(), k).reshape(-1, k, k)
+            up_mask = torch.nn.functional.one_hot(up.reshape(-1).long(), k).reshape(-1, k, k)
+            m_lo = (target_probs * (up + (lo == up).to(x.dtype) - b))[..., None]
+            m_up = (target_probs * (b - lo))[..., None]
+            return (m_lo * lo_mask + m_up * up_mask).sum(1)
+
+    def target_mean(self, target):
+        return (target * self.bins()).sum(-1).mean()
+
+    def critic_loss(self, obs, action, target, weight):
+        loss = 0
+        for c in self.critics:
+            log_probs = torch.log_softmax(c(torch.cat([obs, action], -1)), -1)
+            loss = loss - (weight * (target * log_probs).sum(-1)).mean()
+        return loss
+
+    def actor_value(self, obs, a):
+        z = self.bins()
+        qs = torch.stack([(torch.softmax(c(torch.cat([obs, a], -1)), -1) * z).sum(-1)
+                          for c in self.critics])
+        return qs.min(0).values
 
 
 class ReferenceBRO(ReferenceTQC):

@@ -1,5 +1,6 @@
 """The algorithms funcsac ships, each a module that registers itself (``funcsac.registry``):
-SAC, TQC, CrossQ, BRO, SimBa's SAC, and discrete SAC with its categorical policy family."""
-from . import bro, crossq, discrete, sac, simba, tqc
+SAC, TQC, CrossQ, BRO, SimBa's SAC, SAC with categorical critics, and discrete SAC with its
+categorical policy family."""
+from . import bro, categorical_q, crossq, discrete, sac, simba, tqc
 
-__all__ = ["bro", "crossq", "discrete", "sac", "simba", "tqc"]
+__all__ = ["bro", "categorical_q", "crossq", "discrete", "sac", "simba", "tqc"]
