@@ -39,7 +39,7 @@ OUT_OF_RANGE = {
     "encoder_tau_scale": 0.0, "action_repeat": 0, "reset_at": (0,), "pessimism": math.inf,
     "kl_target": 0.0, "std_multiplier": 0.0, "init_optimism": 0.0, "init_kl_weight": 1e9,
     "adjustment_lr": -1.0, "log_std_squash": "sigmoid", "weight_init": "zeros", "precision": "fp16",
-    "views": 0,
+    "views": 0, "num_bins": 1, "v_min": math.inf, "v_max": math.nan,
 }
 # every setting by flat name, the variants' options among them: (type, default, help)
 FIELDS = settings()
