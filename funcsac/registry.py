@@ -86,13 +86,18 @@ class Network:
     """What ``SACConfig.network`` names: ``build(in_dim, out_dim, hidden_sizes, options, part)``
     makes the module mapping ``[B, in_dim]`` to ``[B, out_dim]`` for ``part`` ``"actor"`` or
     ``"critic"`` (``options``: an instance of ``options``, or ``None``); ``check(config)`` raises
-    ``ValueError`` naming a setting the network cannot take."""
+    ``ValueError`` naming a setting the network cannot take; ``post_step(params, options)``, if
+    given, maps the parameters after each of their optimiser steps to those kept (SimbaV2
+    projects its weights back onto the unit sphere): one network's tensors by name, the
+    actor's or the critics' stacked ``[N, ...]`` (so it acts on the last axes), buffers
+    included; a factory's network (``actor_factory``, ``critic_factory``) is left as stepped."""
 
     name: str
     build: Callable
     options: Optional[type] = None
     help: str = ""
     check: Callable[[Any], None] = _no_check
+    post_step: Optional[Callable] = None
 
 
 @dataclasses.dataclass(frozen=True)

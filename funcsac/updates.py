@@ -69,6 +69,15 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
     return {**params, **new, **out.buffers}, opt_state, norm, (loss, out)
 
 
+def _kept(cfg, part: str, params: Params) -> Params:
+    """``part``'s (``"actor"``, ``"critic"``) parameters after an optimiser step as its network
+    keeps them (``Network.post_step``; a factory's network: as they are)."""
+    post_step = variant_of(cfg, "network").post_step
+    if post_step is None or getattr(cfg, f"{part}_factory") is not None:
+        return params
+    return post_step(params, cfg.network_options)
+
+
 def repeat_rows(batch: Batch, n: int) -> Batch:
     """``batch`` stacked ``n`` times along its rows, ``[n * B, ...]`` (itself when ``n`` is 1)."""
     if n == 1:
@@ -161,6 +170,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             batch.action, target_q, k_critic, batch.weight)
         critic, encoder = ((trained, {}) if static.encoder is None
                            else split_critic_and_encoder(trained))
+        critic = _kept(cfg, "critic", critic)
         target_critic, target_encoder = state.target_critic, state.target_encoder
         tau = hp.tau if cfg.target_update_every == 1 else torch.where(  # 0: targets kept
             state.step % cfg.target_update_every == 0, hp.tau, 0.0)
@@ -195,6 +205,7 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         actor, actor_opt, a_norm, (a_loss, out) = _train(
             fns.actor, state.actor, static.actor_trainable, state.actor_opt, hp.actor_lr,
             cfg, state.critic, static, batch.obs, alpha, key)
+        actor = _kept(cfg, "actor", actor)
         log_prob = out.log_prob.detach()
         t_grad, (t_loss, _) = grad_and_value(fns.temperature)(state.log_alpha, log_prob,
                                                               hp.target_entropy)
