@@ -10,10 +10,11 @@ out=${1:?usage: bench/gpu.sh OUT [--device DEVICE] [--tiny] [bench/gpu.py option
 shift
 out=$(mkdir -p "$out" && cd "$out" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
+python=${PYTHON:-python}  # the interpreter with funcsac installed
 tests=(tests/test_priority.py tests/test_compile.py tests/test_driver.py)
 if [[ " $* " == *" --tiny "* ]]; then tests=(tests/test_priority.py); fi
 # the tests that run on CUDA where there is one (they skip without it)
-(cd "$here/.." && python -m pytest -q -rs -k cuda -p no:cacheprovider "${tests[@]}") \
+(cd "$here/.." && "$python" -m pytest -q -rs -k cuda -p no:cacheprovider "${tests[@]}") \
     > "$out/cuda-tests.txt" 2>&1 || { tail -20 "$out/cuda-tests.txt"; exit 1; }
 tail -1 "$out/cuda-tests.txt"
-(cd "$here" && python gpu.py "$out" "$@")
+(cd "$here" && "$python" gpu.py "$out" "$@")

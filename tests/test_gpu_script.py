@@ -1,7 +1,9 @@
 """bench/gpu.sh, the one-call GPU run, as its CPU dry run: the CUDA tests (skipped here), the
 update rows, two short training runs stopped by their time budget, the JSON and the PNG."""
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,8 @@ def test_the_gpu_script_dry_runs_on_the_cpu(tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "gpu"
     subprocess.run(["bash", str(ROOT / "bench" / "gpu.sh"), str(out), "--device", "cpu",
-                    "--tiny", "--rollout-s", "4"], check=True, cwd=tmp_path, timeout=600)
+                    "--tiny", "--rollout-s", "4"], check=True, cwd=tmp_path, timeout=600,
+                   env={**os.environ, "PYTHON": sys.executable})
     assert "skipped" in (out / "cuda-tests.txt").read_text().splitlines()[-1]
     rows = json.loads((out / "updates.json").read_text())["rows"]
     assert [(r["precision"], r["mode"]) for r in rows] == [
