@@ -14,9 +14,8 @@ import torch.utils._pytree as torch_pytree
 from torch import nn
 
 from . import keys
-from .config import SACConfig
+from .config import PRECISIONS, SACConfig
 from .architectures import build_network
-from .config import PRECISIONS
 from .networks import (Params, cast_params, decay_mask, module_params,
                        param_shapes, set_products_dtype, stack_params)
 from .normalize import RunningStats, init_stats

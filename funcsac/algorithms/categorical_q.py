@@ -77,13 +77,13 @@ def categorical_target(state: SACState, batch: Batch, key: torch.Tensor) -> torc
     k_action, k_subset, k_dropout = keys.split(key, 3)
     next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
     target = target_subset(cfg, state.target_critic, k_subset)
-    log_probs = apply_log_probs(static, target, batch.next_obs, next_action, k_dropout)
+    each = apply_log_probs(static, target, batch.next_obs, next_action, k_dropout).exp()
+    z = support(cfg, each)
     if cfg.target_q_reduction == "min":  # per row, the critic of the lower expected value
-        lowest = expected_values(cfg, log_probs).argmin(0)[None, :, None]  # [1, B, 1]
-        probs = log_probs.exp().gather(0, lowest.expand(-1, -1, log_probs.shape[-1]))[0]
+        lowest = (each * z).sum(-1).argmin(0)[None, :, None]  # [1, B, 1]
+        probs = each.gather(0, lowest.expand(-1, -1, each.shape[-1]))[0]
     else:
-        probs = log_probs.exp().mean(0)
-    z = support(cfg, probs)
+        probs = each.mean(0)
     values = bootstrap(state, batch, z - torch.exp(state.log_alpha) * next_log_prob[:, None])
     o = cfg.algorithm_options
     return project(probs, values, o.v_min, o.v_max)

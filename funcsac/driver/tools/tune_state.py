@@ -85,7 +85,7 @@ class StateSnapshot(tune.Callback):
         storage = trials[0].storage
         staging = Path(storage.experiment_driver_staging_path)
         files = sorted(p for p in staging.glob("*") if p.is_file())
-        stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+        stamp = tuple((p.name, st.st_mtime_ns, st.st_size) for p in files for st in [p.stat()])
         if stamp == self._stamp or not any(p.match(STATE_PATTERN) for p in files):
             return
         write_snapshot(files, Path(storage.experiment_fs_path))
