@@ -139,8 +139,9 @@ def _build_mlp(in_dim: int, out_dim: int, hidden_sizes, options: MLPOptions,
     return net
 
 
-def _equal_widths(config) -> None:
-    """A residual network's sizes are one width repeated (one block per entry)."""
+def equal_widths(config) -> None:
+    """``ValueError`` unless a residual network's sizes are one width repeated (one block per
+    entry)."""
     for name in ("hidden_sizes", "actor_hidden_sizes"):
         sizes = getattr(config, name)
         if len(set(sizes)) > 1:
@@ -159,9 +160,9 @@ NETWORKS = registry.NETWORKS  # the architectures ``SACConfig.network`` names
 register(Network("mlp", _build_mlp, MLPOptions, help="ReLU MLPs, one hidden layer per entry of "
                  "hidden_sizes"))
 register(Network("simba", _residual(simba), help="SimBa's residual blocks (Lee et al. 2024)",
-                 check=_equal_widths))
+                 check=equal_widths))
 register(Network("bronet", _residual(bronet), help="BRO's residual blocks (Nauman et al. 2024)",
-                 check=_equal_widths))
+                 check=equal_widths))
 
 
 def build_network(config, part: str, in_dim: int, out_dim: int) -> nn.Module:

@@ -72,8 +72,14 @@ class SACConfig:
 
     ``normalize_obs`` and ``scale_rewards`` keep running statistics in ``SACState.norm``
     (``funcsac.normalize``): ``act`` and ``update`` see ``(obs - mean) / std`` (clipped to 10) and
-    rewards divided by the std of the discounted return; whoever collects the data updates them
-    with ``funcsac.normalize.observe``.
+    rewards divided by the std of the discounted return (with ``return_bound``, by at least
+    ``max |return| / return_bound``); whoever collects the data updates them with
+    ``funcsac.normalize.observe``.
+
+    With ``lr_decay_to < 1`` the actor's, the critics' and the temperature's learning rates at
+    their optimiser's step ``t`` (its steps before, ``AdamState.count``) are ``lr * (1 - (1 -
+    lr_decay_to) * min(t / lr_decay_steps, 1))`` (optax's ``linear_schedule``): one compiled
+    graph serves every step, and a learning rate changed in ``SACState.hparams`` decays alike.
 
     Weight decay applies to the parameters ``weight_decay_on`` names: ``"weights"``, those of >= 2
     dimensions (not biases nor normalisation scales), or ``"all"`` trainable parameters. Module
@@ -141,6 +147,17 @@ class SACConfig:
     scale_rewards: bool = setting(
         False, "divide rewards by the running std of the discounted return (as SB3's "
         "VecNormalize)")
+    return_bound: Optional[float] = setting(
+        None, "with scale_rewards: divide rewards by at least the largest |discounted return| "
+        "seen over this bound, so that scaled returns stay within it (SimbaV2: 5, its critics' "
+        "support; none: the std alone)")
+    lr_decay_to: float = setting(
+        1.0, "the actor's, critics' and temperature's learning rates decay linearly to this "
+        "fraction of their values over lr_decay_steps steps of their optimisers, then stay (1: "
+        "constant; SimbaV2: 0.5)")
+    lr_decay_steps: int = setting(
+        1_000_000, "optimiser steps the learning rates take to decay to lr_decay_to of their "
+        "values (SimbaV2: its run's gradient steps)")
     precision: str = setting(
         "fp32", "the networks' matrix products and convolutions: fp32, or bf16 (bfloat16 "
         "operands; parameters, optimizer moments, activations between the products, losses, "
@@ -371,6 +388,14 @@ def validate_config(cfg: SACConfig) -> None:
                  getattr(cfg, name))
     for name in ("normalize_obs", "scale_rewards"):
         _require(isinstance(getattr(cfg, name), bool), name, "must be a bool", getattr(cfg, name))
+    _require(cfg.return_bound is None or (is_real(cfg.return_bound) and cfg.return_bound > 0),
+             "return_bound", "must be None or a number > 0", cfg.return_bound)
+    _require(cfg.return_bound is None or cfg.scale_rewards, "return_bound",
+             "must be None without scale_rewards (it bounds the scaled returns)", cfg.return_bound)
+    _require(is_real(cfg.lr_decay_to) and 0.0 <= cfg.lr_decay_to <= 1.0, "lr_decay_to",
+             "must be in [0, 1]", cfg.lr_decay_to)
+    _require(is_int(cfg.lr_decay_steps) and cfg.lr_decay_steps >= 1, "lr_decay_steps",
+             "must be an integer >= 1", cfg.lr_decay_steps)
     for name in ("actor_factory", "critic_factory", "encoder_factory"):
         v = getattr(cfg, name)
         _require(v is None or callable(v), name, "must be None or a callable", v)

@@ -1,8 +1,9 @@
 """Running observation and return statistics as leaves of the state, and the normalisation they
-give (as SB3's VecNormalize computes it, but pure and vmappable)."""
+give (as SB3's VecNormalize computes it, but pure and vmappable; with a bound on the scaled
+returns as SimbaV2's reward normaliser)."""
 from __future__ import annotations
 
-from typing import Dict, NamedTuple
+from typing import Dict, NamedTuple, Optional
 
 import torch
 
@@ -54,12 +55,18 @@ def normalize_obs(norm: Dict[str, RunningStats], obs: torch.Tensor) -> torch.Ten
     return z.clamp(-OBS_CLIP, OBS_CLIP)
 
 
-def scale_reward(norm: Dict[str, RunningStats], reward: torch.Tensor) -> torch.Tensor:
+def scale_reward(norm: Dict[str, RunningStats], reward: torch.Tensor,
+                 bound: Optional[float] = None) -> torch.Tensor:
     """``reward / sqrt(var(return) + eps)`` when the state keeps statistics of the discounted
-    return (``norm["return"]``); ``reward`` otherwise."""
+    return (``norm["return"]``), and with a ``bound`` (``SACConfig.return_bound``) ``reward /
+    max(sqrt(var(return) + eps), max |return| / bound)`` (SimbaV2's reward normaliser, the
+    largest |return| seen in ``norm["return_max"]``); ``reward`` otherwise."""
     if "return" not in norm:
         return reward
-    return reward * torch.rsqrt(norm["return"].var.to(reward.dtype) + EPS)
+    divisor = torch.sqrt(norm["return"].var + EPS)
+    if bound is not None:
+        divisor = torch.maximum(divisor, norm["return_max"] / bound)
+    return reward / divisor.to(reward.dtype)
 
 
 def observe(state, obs: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor):
@@ -71,4 +78,7 @@ def observe(state, obs: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor)
         norm["obs"] = merge_stats(norm["obs"], obs, mask)
     if "return" in norm:
         norm["return"] = merge_stats(norm["return"], returns, mask)
+    if "return_max" in norm:  # the largest |return| seen
+        seen = torch.where(mask, returns.to(torch.float64).abs(), 0.0).max()
+        norm["return_max"] = torch.maximum(norm["return_max"], seen)
     return state.replace(norm=norm)

@@ -32,6 +32,18 @@ def adam_init(params: Params) -> AdamState:
     return AdamState(torch.zeros((), dtype=torch.int64, device=first.device), zeros(), zeros())
 
 
+def linear_decay(lr: torch.Tensor, count: torch.Tensor, decay_to: float,
+                 decay_steps: int) -> torch.Tensor:
+    """The learning rate of an optimiser's step ``count`` (its steps before this one), decayed
+    linearly from ``lr`` to ``decay_to * lr`` over ``decay_steps`` steps and constant after (optax's
+    ``linear_schedule``): ``lr * (1 - (1 - decay_to) * min(count / decay_steps, 1))``; ``lr``
+    itself when ``decay_to`` is 1."""
+    if decay_to == 1.0:
+        return lr
+    done = (count.to(lr.dtype) / decay_steps).clamp(max=1.0)
+    return lr * (1.0 - (1.0 - decay_to) * done)
+
+
 def global_norm(tree: Params) -> torch.Tensor:
     """The L2 norm of all tensors of ``tree`` together (0-d)."""
     return torch.sqrt(sum(g.square().sum() for g in tree.values()))

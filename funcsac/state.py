@@ -18,7 +18,7 @@ from .config import PRECISIONS, SACConfig
 from .architectures import build_network
 from .networks import (Params, cast_params, decay_mask, module_params,
                        param_shapes, set_products_dtype, stack_params)
-from .normalize import RunningStats, init_stats
+from .normalize import init_stats
 from .optim import AdamState, adam_init
 from .platform.devices import bf16_products_slow
 from .registry import NAMESPACE, POLICIES, algorithm_of, variant_of
@@ -69,7 +69,8 @@ class SACState:
     Shapes: ``critic`` and ``target_critic`` leaves have a leading ``[num_critics]`` axis
     (``target_critic`` is empty for an algorithm without target networks);
     ``log_alpha`` and ``step`` (int64) are 0-d; ``key`` is ``[2]`` int64. ``norm`` holds the
-    running statistics of observations (``"obs"``) and discounted returns (``"return"``) when the
+    running statistics of observations (``"obs"``) and discounted returns (``"return"``, and
+    with ``return_bound`` the largest |return| seen, ``"return_max"``, 0-d float64) when the
     config normalises them, and is empty otherwise. ``encoder`` and ``target_encoder`` hold the
     image encoder's tensors (not stacked: the critics share it), and are empty for vector
     observations. ``extra`` holds what the algorithm keeps of its own (``Algorithm.init_extra``:
@@ -86,7 +87,7 @@ class SACState:
     key: torch.Tensor
     step: torch.Tensor
     hparams: HParams
-    norm: Dict[str, RunningStats]
+    norm: Dict[str, Any]
     encoder: Params
     target_encoder: Params
     extra: Dict[str, Any]
@@ -236,7 +237,9 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         step=torch.zeros((), dtype=torch.int64, device=dev),
         hparams=HParams(*(scalar(getattr(config, f)) for f in HParams._fields)),
         norm={**({"obs": init_stats((config.obs_dim,), dev)} if config.normalize_obs else {}),
-              **({"return": init_stats((), dev)} if config.scale_rewards else {})},
+              **({"return": init_stats((), dev)} if config.scale_rewards else {}),
+              **({"return_max": torch.zeros((), dtype=torch.float64, device=dev)}
+                 if config.return_bound is not None else {})},
         encoder=encoder_params,
         target_encoder={k: v.clone() for k, v in encoder_params.items()},
         extra=optree.tree_map(lambda x: x.to(dev, dt if x.is_floating_point() else x.dtype),

@@ -29,7 +29,7 @@ from .grads import grad_and_value
 from .losses import Losses
 from .networks import Params, apply_encoder
 from .normalize import normalize_obs, scale_reward
-from .optim import adam_update
+from .optim import adam_update, linear_decay
 from .registry import algorithm_of, losses_for, variant_of
 from .state import (SACState, check_state, critic_and_encoder, split_critic_and_encoder,
                     trainable)
@@ -54,7 +54,8 @@ def _polyak(target: Params, online: Params, names, tau: torch.Tensor) -> Params:
 def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, lr, cfg,
            *args):
     """Differentiate ``loss_fn(params, *args)`` with respect to the trainable entries of ``params``
-    (the names in ``mask``, which says where weight decay applies) and take an Adam step on them;
+    (the names in ``mask``, which says where weight decay applies) and take an Adam step on them
+    (at ``lr`` as the config's decay leaves it at this optimiser's step);
     the loss's new buffers (``out.buffers``) replace the old. Returns ``(params, opt_state,
     grad_norm, (loss, out))``."""
     train = trainable(params, mask)
@@ -63,6 +64,7 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
         raise TypeError(f"{getattr(loss_fn, '__qualname__', loss_fn)} returned (loss, "
                         f"{type(out).__name__}); a critic loss returns (loss, funcsac.CriticOut), "
                         "an actor loss (loss, funcsac.ActorOut)")
+    lr = linear_decay(lr, opt_state.count, cfg.lr_decay_to, cfg.lr_decay_steps)
     new, opt_state, norm = adam_update(grads, opt_state, train, lr, betas=cfg.adam_betas,
                                        eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
                                        decay_mask=mask, max_grad_norm=cfg.max_grad_norm)
@@ -119,7 +121,8 @@ def prepare(state: SACState, batch: Batch) -> Batch:
         return batch
     return batch._replace(obs=normalize_obs(state.norm, batch.obs),
                           next_obs=normalize_obs(state.norm, batch.next_obs),
-                          reward=scale_reward(state.norm, batch.reward))
+                          reward=scale_reward(state.norm, batch.reward,
+                                                     state.config.return_bound))
 
 
 def _step_keys(state: SACState) -> tuple:
@@ -212,7 +215,9 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         log_alpha, alpha_opt = state.log_alpha, state.alpha_opt
         if cfg.learn_alpha:
             new_la, alpha_opt, _ = adam_update({"log_alpha": t_grad}, alpha_opt,
-                                               {"log_alpha": log_alpha}, hp.alpha_lr,
+                                               {"log_alpha": log_alpha},
+                                               linear_decay(hp.alpha_lr, alpha_opt.count,
+                                                            cfg.lr_decay_to, cfg.lr_decay_steps),
                                                betas=cfg.temperature_betas, eps=cfg.adam_eps)
             log_alpha = new_la["log_alpha"]
         metrics = {"actor_loss": a_loss, "alpha_loss": t_loss, "alpha": alpha,

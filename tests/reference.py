@@ -285,6 +285,74 @@ class ReferenceCategorical(ReferenceSAC):
         return qs.min(0).values
 
 
+class ReferenceSimbaV2(ReferenceCategorical):
+    """SimbaV2's update (dojeon-ai/SimbaV2 scale_rl/agents/simbaV2/simbaV2_agent.py
+    _update_simbav2_networks and simbaV2_update.py) on SimbaV2's networks: the actor's step
+    against the min of the critics' expected values, its weights projected back onto the sphere
+    (``l2normalize_network``, each ``hyper_dense`` weight's rows), the temperature's step with
+    ``alpha * (entropy - target)``, the critics' categorical step against the new actor and
+    temperature, projected, the targets' average; each learning rate decayed by torch's
+    ``LinearLR`` after its optimiser's step (optax's ``linear_schedule``)."""
+
+    def __init__(self, state):
+        super().__init__(state)
+        cfg = self.cfg
+        self.schedules = [torch.optim.lr_scheduler.LinearLR(
+            opt, 1.0, cfg.lr_decay_to, cfg.lr_decay_steps)
+            for opt in (self.actor_opt, self.critic_opt, self.alpha_opt)]
+
+    def network(self, in_dim, out_dim, hidden):
+        o = self.cfg.network_options
+        return funcsac.hyperspherical.SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden),
+                                                 o.actor_heads, o.c_shift)
+
+    def critic_network(self, in_dim, out_dim, hidden):
+        o = self.cfg.network_options
+        return funcsac.hyperspherical.SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden), 1,
+                                                 o.c_shift)
+
+    @staticmethod
+    def project(modules):
+        with torch.no_grad():
+            for m in modules:
+                for name, p in m.named_parameters():
+                    if name.endswith("hyper_dense.weight"):
+                        p.div_(p.norm(dim=1, keepdim=True).clamp(min=1e-8))
+
+    def update(self, batch: funcsac.Batch):
+        cfg = self.cfg
+        self.key, k_target, _, k_actor = keys.split(self.key, 4)
+        alpha = self.log_alpha.detach().exp()
+        a, log_probs = self.sample(batch.obs, keys.split(k_actor, 2)[0])
+        actor_loss = (log_probs * alpha - self.actor_value(batch.obs, a)).mean()
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+        self.project([self.actor])
+        for c in self.critics:  # the actor's backward reached the critics too
+            c.zero_grad()
+
+        entropy = -log_probs.detach().mean()
+        temperature_loss = self.log_alpha.exp() * (entropy - cfg.target_entropy)
+        self.alpha_opt.zero_grad()
+        temperature_loss.backward()
+        self.alpha_opt.step()
+
+        target = self.target(batch, k_target, self.log_alpha.detach().exp())
+        critic_loss = self.critic_loss(batch.obs, batch.action, target, batch.weight)
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+        self.project(self.critics)
+        self.polyak()
+        for schedule in self.schedules:
+            schedule.step()
+        self.step += 1
+        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
+                "alpha_loss": temperature_loss.detach(), "alpha": alpha, "entropy": entropy,
+                "target_q_mean": self.target_mean(target)}
+
+
 class ReferenceBRO(ReferenceTQC):
     """BRO as naumix/BiggerRegularizedOptimistic's jaxrl/bro writes it, on the same machinery:
     BroNet modules, the critics' quantiles combined by their mean and mean absolute deviation,

@@ -39,7 +39,8 @@ OUT_OF_RANGE = {
     "encoder_tau_scale": 0.0, "action_repeat": 0, "reset_at": (0,), "pessimism": math.inf,
     "kl_target": 0.0, "std_multiplier": 0.0, "init_optimism": 0.0, "init_kl_weight": 1e9,
     "adjustment_lr": -1.0, "log_std_squash": "sigmoid", "weight_init": "zeros", "precision": "fp16",
-    "views": 0, "num_bins": 1, "v_min": math.inf, "v_max": math.nan,
+    "views": 0, "num_bins": 1, "v_min": math.inf, "v_max": math.nan, "return_bound": 0.0,
+    "lr_decay_to": 1.5, "lr_decay_steps": 0, "c_shift": -3.0, "actor_heads": 0,
 }
 # every setting by flat name, the variants' options among them: (type, default, help)
 FIELDS = settings()
@@ -47,7 +48,8 @@ FIELDS = settings()
 CHOSEN = {"num_quantiles": {"algorithm": "tqc"}, "drop_quantiles": {"algorithm": "tqc"},
           **{name: {"algorithm": "bro", "network": "bronet"} for name in (
               "pessimism", "kl_target", "std_multiplier", "init_optimism", "init_kl_weight",
-              "adjustment_lr")}}
+              "adjustment_lr")},
+          **{name: {"network": "simbav2"} for name in ("c_shift", "actor_heads")}}
 
 
 def _wrong_type(name):

@@ -33,6 +33,11 @@ from ..registry import Algorithm, is_int, is_real, register, setting
 from ..state import SACState, Static
 
 
+def num_bins(config) -> int:
+    """Each critic's outputs: its bins (``Algorithm.critic_outputs``)."""
+    return config.algorithm_options.num_bins
+
+
 def support(config, like: torch.Tensor) -> torch.Tensor:
     """The bins' values ``z [K]``, evenly spaced on ``[v_min, v_max]``, as ``like``'s dtype and
     device."""
@@ -133,5 +138,5 @@ CATEGORICAL_Q = register(Algorithm(
                             target=categorical_target),
     help="categorical critics: num_bins logits over [v_min, v_max], the projected target, "
          "cross-entropy",
-    critic_outputs=lambda config: config.algorithm_options.num_bins,
+    critic_outputs=num_bins,
     options=CategoricalOptions))
