@@ -159,6 +159,50 @@ def test_resume_takes_new_dynamic_hyperparameters(tmp_path, caplog):
         funcsac.train(dataclasses.replace(more, batch_size=64), tmp_path, resume=True)
 
 
+class _Writer:
+    """A stand-in for torch.utils.tensorboard.SummaryWriter that records its calls."""
+    made = []
+
+    def __init__(self, logdir):
+        self.logdir, self.scalars, self.images, self.closed = logdir, [], [], False
+        _Writer.made.append(self)
+
+    def add_scalar(self, tag, value, step):
+        self.scalars.append((tag, step))
+
+    def add_image(self, tag, image, step, dataformats):
+        self.images.append((tag, step, image.shape[-1], dataformats))
+
+    def close(self):
+        self.closed = True
+
+
+def test_tensorboard_is_written_only_on_request_with_its_folder_and_tags(tmp_path, monkeypatch):
+    import sys
+    import types
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard",
+                        types.SimpleNamespace(SummaryWriter=_Writer))
+    _Writer.made.clear()
+    cfg = dataclasses.replace(RUN, total_steps=300, eval_every=300)
+    funcsac.train(cfg, tmp_path / "off")
+    assert not _Writer.made  # off unless asked for, though installed
+    funcsac.train(dataclasses.replace(cfg, tensorboard=True), tmp_path / "on")
+    (writer,) = _Writer.made
+    assert writer.logdir == str(tmp_path / "on" / "tensorboard") and writer.closed
+    tags = {tag for tag, _ in writer.scalars}
+    assert {"train/critic_loss", "train/time_update", "eval/return_mean"} <= tags
+    assert ("eval/return_mean", 300) in writer.scalars
+    assert writer.images == [("curve", 300, 3, "HWC")]
+
+
+def test_tensorboard_without_the_package_says_which_extra(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import fails
+    with pytest.raises(ValueError, match=r"--tensorboard needs tensorboard: pip install "
+                                         r"'funcsac\[tensorboard\]'"):
+        funcsac.train(dataclasses.replace(RUN, total_steps=300, tensorboard=True), tmp_path)
+
+
 def test_wandb_offline_log(tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_SILENT", "true")

@@ -31,7 +31,8 @@ AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if "help" in f.metadata
 ENV_SETTLED = ("n_step", "learning_starts")
 RESUME_MAY_CHANGE = ({"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
                       "log_every", "compile", "compile_in_background", "progress",
-                      "wandb_project", "wandb_mode", "offline_any_env"} | set(HParams._fields))
+                      "tensorboard", "wandb_project", "wandb_mode", "offline_any_env"}
+                     | set(HParams._fields))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +139,9 @@ class RunSettings:
     device: str = setting("cpu", "torch device for the agent and the replay buffer")
     dtype: str = setting("float32", "floating dtype of the agent (float32 or float64)")
     progress: bool = setting(True, "show a progress bar")
+    tensorboard: bool = setting(
+        False, "also write TensorBoard event files to RUN_DIR/tensorboard (needs "
+        "funcsac[tensorboard]; view with tensorboard --logdir RUN_DIR)")
     wandb_project: str = setting(
         "",
         "also log to this Weights & Biases project (needs funcsac[wandb]; empty: no W&B)")

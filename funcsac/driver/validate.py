@@ -13,8 +13,8 @@ def check_train_config(config) -> None:
         if not isinstance(getattr(config, name), str):
             raise ValueError(f"TrainConfig.{name} must be a string, got "
                              f"{getattr(config, name)!r}")
-    for name in ("async_envs", "compile", "compile_in_background", "progress", "prioritized",
-                 "offline_any_env", "pixels", "pixels_with_state"):
+    for name in ("async_envs", "compile", "compile_in_background", "progress", "tensorboard",
+                 "prioritized", "offline_any_env", "pixels", "pixels_with_state"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"TrainConfig.{name} must be true or false, got "
                              f"{getattr(config, name)!r}")

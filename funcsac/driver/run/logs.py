@@ -1,4 +1,4 @@
-"""Run logs: CSV files, TensorBoard when installed, Weights & Biases on request, and per-phase
+"""Run logs: CSV files, TensorBoard and Weights & Biases on request, and per-phase
 timings."""
 from __future__ import annotations
 
@@ -70,31 +70,28 @@ class CsvLog:
 
 
 class TensorBoard:
-    """Scalars to TensorBoard event files in the run directory, if tensorboard is installed."""
+    """Scalars and the curve to TensorBoard event files in ``RUN_DIR/tensorboard``
+    (``--tensorboard``); a resumed run appends to the same folder."""
 
     def __init__(self, run_dir: Path):
         try:
             from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            self.writer = None
-        else:
-            self.writer = SummaryWriter(str(run_dir / "tensorboard"))
+        except ImportError as e:
+            raise ValueError("--tensorboard needs tensorboard: pip install "
+                             "'funcsac[tensorboard]'") from e
+        self.writer = SummaryWriter(str(run_dir / "tensorboard"))
 
     def write(self, prefix: str, row: dict, step: int) -> None:
-        if self.writer is None:
-            return
         for k, v in _scalars(row).items():
             self.writer.add_scalar(f"{prefix}/{k}", v, step)
 
     def image(self, name: str, path: Path, step: int) -> None:
-        if self.writer is not None:
-            import matplotlib.image
-            self.writer.add_image(name, matplotlib.image.imread(path)[..., :3], step,
-                                  dataformats="HWC")
+        import matplotlib.image
+        self.writer.add_image(name, matplotlib.image.imread(path)[..., :3], step,
+                              dataformats="HWC")
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+        self.writer.close()
 
 
 class WandbLog:

@@ -54,7 +54,7 @@ class Recorder:
         if resumed:
             self.metrics_log.truncate_after(self.progress.env_step)
             self.eval_log.truncate_after(self.progress.env_step)
-        boards = [TensorBoard(self.run_dir)]
+        boards = [TensorBoard(self.run_dir)] if self.config.tensorboard else []
         if self.config.wandb_project:
             boards.append(WandbLog(self.run_dir, self.config.wandb_project,
                                    self.config.wandb_mode, self.config.to_dict()))
