@@ -66,14 +66,30 @@ OPTIONS = {"use_aoti": True,
            "aot_inductor.enable_line_tables": False}
 
 
-def _leaves_of(fn: Callable) -> Callable:
-    """``fn`` returning the tensors of its output as a flat tuple. What a stored
+def _is_float64_scalar(x) -> bool:
+    """A 0-d float64 tensor: which a stored function takes as ``[1]`` (``_as_compiled``). Inside
+    an ahead-of-time compile torch 2.13 turns such an input on the CPU into a symbolic float and
+    then gives up (TensorifyScalarRestartAnalysis): a float64 agent's hyperparameters, the
+    running statistics of the return."""
+    return isinstance(x, torch.Tensor) and x.dim() == 0 and x.dtype == torch.float64
+
+
+def _leaves_of(fn: Callable, args: tuple) -> Callable:
+    """``fn`` for ``args`` as ``_as_compiled`` gives them (its 0-d float64 tensors as ``[1]``,
+    made 0-d again first), returning the tensors of its output as a flat tuple. What a stored
     function returns is rebuilt outside it (``StoredFunction``): torch 2.13's saved bytecode
     finds the class of a pytree output by its position among the pytree types registered in the
     process, which differs from one process to another (importing ``torch.distributed.tensor``
     before funcsac turned a loaded update's ``SACState`` into another class)."""
-    def leaves(*args):
-        return tuple(cxx_pytree.tree_leaves(fn(*args)))
+    scalars = frozenset(i for i, x in enumerate(cxx_pytree.tree_leaves(args))
+                        if _is_float64_scalar(x))
+
+    def leaves(*lifted):
+        if scalars:
+            flat, spec = cxx_pytree.tree_flatten(lifted)
+            lifted = cxx_pytree.tree_unflatten(
+                [x.reshape(()) if i in scalars else x for i, x in enumerate(flat)], spec)
+        return tuple(cxx_pytree.tree_leaves(fn(*lifted)))
     return leaves
 
 
@@ -88,14 +104,15 @@ def _output_structure(fn: Callable, args: tuple):
 
 
 def _compile_ahead(fn: Callable, args: tuple, build: Path):
-    """``(compiled, structure)``: ``fn`` compiled ahead of time for ``args`` (contiguous) to
-    return its output's leaves, its shared library built in the folder ``build``, which the
-    compiled function records, and its output's structure (``_output_structure``)."""
+    """``(compiled, structure)``: ``fn`` compiled ahead of time for ``args`` to take them as
+    ``_as_compiled`` gives them and return its output's leaves, its shared library built in the
+    folder ``build``, which the compiled function records, and its output's structure
+    (``_output_structure``)."""
     # static shapes whatever earlier compiles of the same code saw; a copy of the options, since
     # torch.compile pops entries from them
     options = {**OPTIONS, "aot_inductor.output_path": str(build)}
-    compiled = torch.compile(_leaves_of(fn), fullgraph=True, dynamic=False,
-                             options=options).aot_compile((args, {}))
+    compiled = torch.compile(_leaves_of(fn, args), fullgraph=True, dynamic=False,
+                             options=options).aot_compile((_as_compiled(_flatten(args)), {}))
     return compiled, _output_structure(fn, args)
 
 
@@ -128,12 +145,14 @@ def _flatten(args) -> tuple:
                                 else x for x in leaves))
 
 
-def _contiguous(flat):
-    """``args`` (flattened by ``_flatten``) rebuilt with every tensor contiguous: a stored
-    function is compiled for contiguous inputs and does not check strides itself."""
+def _as_compiled(flat):
+    """``args`` (flattened by ``_flatten``) as a stored function takes them: every tensor
+    contiguous (it does not check strides itself), each 0-d float64 tensor as ``[1]``
+    (``_is_float64_scalar``)."""
     leaves, (spec, _) = flat
-    return optree.tree_unflatten(spec, [x.contiguous() if isinstance(x, torch.Tensor) else x
-                                        for x in leaves])
+    return optree.tree_unflatten(spec, [
+        x.reshape(1) if _is_float64_scalar(x) else
+        x.contiguous() if isinstance(x, torch.Tensor) else x for x in leaves])
 
 
 def _with_static(tree, static):
@@ -201,7 +220,7 @@ class StoredFunction:
         # loading a saved function needs a tracing context without guards (torch 2.13)
         context = TracingContext(None)
         with tracing(context), context.guards_context.skip_guard_install():
-            out = cxx_pytree.tree_unflatten(self.compiled(*_contiguous(flat)), self.structure)
+            out = cxx_pytree.tree_unflatten(self.compiled(*_as_compiled(flat)), self.structure)
         # the states it returns carry this run's config, not the one it was compiled under
         return out if self.static is None else _with_static(out, self.static)
 
@@ -267,7 +286,6 @@ def compile_stored(fn: Callable, args: tuple, name: str,
     stored = _load(path, key)
     if stored is not None:
         return StoredFunction(*stored, args, path, loaded=True)
-    args = _contiguous(_flatten(args))
     # a new folder for each compile: a compile elsewhere never overwrites a library in use
     build = Path(tempfile.mkdtemp(dir=directory, prefix=f".{path.stem}-"))
     try:
