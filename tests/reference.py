@@ -285,6 +285,28 @@ class ReferenceCategorical(ReferenceSAC):
         return qs.min(0).values
 
 
+def simba_actor_and_temperature(ref, batch, k_actor, value, keep=lambda: None):
+    """The first half of SimBa's and SimbaV2's step on ``ref``: the actor's step against
+    ``value(obs, a)`` (its parameters then as ``keep()`` keeps them), the temperature's with the
+    loss ``alpha * (entropy - target)``. Returns ``(actor loss, alpha before, entropy,
+    temperature loss)``."""
+    alpha = ref.log_alpha.detach().exp()
+    a, log_probs = ref.sample(batch.obs, keys.split(k_actor, 2)[0])
+    actor_loss = (log_probs * alpha - value(batch.obs, a)).mean()
+    ref.actor_opt.zero_grad()
+    actor_loss.backward()
+    ref.actor_opt.step()
+    keep()
+    for c in ref.critics:  # the actor's backward reached the critics too
+        c.zero_grad()
+    entropy = -log_probs.detach().mean()
+    temperature_loss = ref.log_alpha.exp() * (entropy - ref.cfg.target_entropy)
+    ref.alpha_opt.zero_grad()
+    temperature_loss.backward()
+    ref.alpha_opt.step()
+    return actor_loss, alpha, entropy, temperature_loss
+
+
 class ReferenceSimbaV2(ReferenceCategorical):
     """SimbaV2's update (dojeon-ai/SimbaV2 scale_rl/agents/simbaV2/simbaV2_agent.py
     _update_simbav2_networks and simbaV2_update.py) on SimbaV2's networks: the actor's step
@@ -320,24 +342,9 @@ class ReferenceSimbaV2(ReferenceCategorical):
                         p.div_(p.norm(dim=1, keepdim=True).clamp(min=1e-8))
 
     def update(self, batch: funcsac.Batch):
-        cfg = self.cfg
         self.key, k_target, _, k_actor = keys.split(self.key, 4)
-        alpha = self.log_alpha.detach().exp()
-        a, log_probs = self.sample(batch.obs, keys.split(k_actor, 2)[0])
-        actor_loss = (log_probs * alpha - self.actor_value(batch.obs, a)).mean()
-        self.actor_opt.zero_grad()
-        actor_loss.backward()
-        self.actor_opt.step()
-        self.project([self.actor])
-        for c in self.critics:  # the actor's backward reached the critics too
-            c.zero_grad()
-
-        entropy = -log_probs.detach().mean()
-        temperature_loss = self.log_alpha.exp() * (entropy - cfg.target_entropy)
-        self.alpha_opt.zero_grad()
-        temperature_loss.backward()
-        self.alpha_opt.step()
-
+        actor_loss, alpha, entropy, temperature_loss = simba_actor_and_temperature(
+            self, batch, k_actor, self.actor_value, lambda: self.project([self.actor]))
         target = self.target(batch, k_target, self.log_alpha.detach().exp())
         critic_loss = self.critic_loss(batch.obs, batch.action, target, batch.weight)
         self.critic_opt.zero_grad()
@@ -520,21 +527,8 @@ class ReferenceSimba(ReferenceSAC):
     def update(self, batch: funcsac.Batch):
         cfg = self.cfg
         self.key, k_target, k_critic, k_actor = keys.split(self.key, 4)
-        alpha = self.log_alpha.detach().exp()
-        a, log_probs = self.sample(batch.obs, keys.split(k_actor, 2)[0])
-        actor_loss = (log_probs * alpha - self.q_min(self.critics, batch.obs, a)).mean()
-        self.actor_opt.zero_grad()
-        actor_loss.backward()
-        self.actor_opt.step()
-        for c in self.critics:  # the actor's backward reached the critics too
-            c.zero_grad()
-
-        entropy = -log_probs.detach().mean()
-        temperature_loss = self.log_alpha.exp() * (entropy - cfg.target_entropy)
-        self.alpha_opt.zero_grad()
-        temperature_loss.backward()
-        self.alpha_opt.step()
-
+        actor_loss, alpha, entropy, temperature_loss = simba_actor_and_temperature(
+            self, batch, k_actor, lambda obs, a: self.q_min(self.critics, obs, a))
         new_alpha = self.log_alpha.detach().exp()
         with torch.no_grad():
             next_actions, next_log_probs = self.sample(batch.next_obs, keys.split(k_target, 3)[0])
@@ -730,6 +724,20 @@ def step_both(state: funcsac.SACState, ref: ReferenceSAC, batch: funcsac.Batch, 
         torch.testing.assert_close(metrics[name], value, **reordered(),
                                    msg=lambda m: f"step {step} {name}: {m}")
     return state
+
+
+def check_steps(cfg, reference, steps: int = 5, reward_scale: float = 4.0):
+    """``steps`` updates of an agent of ``cfg`` (seed 3) and of ``reference`` built from it, on
+    batches with varied horizons and weights and rewards times ``reward_scale``: metrics and
+    parameters equal (``step_both``, ``assert_params_match``)."""
+    from helpers import make_batch, with_horizons_and_weights
+    state = funcsac.init_state(cfg, seed=3)
+    ref = reference(state)
+    for step in range(steps):
+        batch = with_horizons_and_weights(make_batch(cfg, batch_size=16, seed=step), step)
+        batch = batch._replace(reward=reward_scale * batch.reward)
+        state = step_both(state, ref, batch, step)
+    assert_params_match(state, ref)
 
 
 def assert_params_match(state: funcsac.SACState, ref: ReferenceSAC) -> None:

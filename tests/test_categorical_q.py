@@ -7,9 +7,8 @@ import torch
 
 import funcsac
 from funcsac.algorithms.categorical_q import project
-from helpers import (BACKENDS, assert_compiled_equals_eager, make_batch, reordered,
-                     small_config, with_horizons_and_weights)
-from reference import ReferenceCategorical, assert_params_match, step_both
+from helpers import BACKENDS, assert_compiled_equals_eager, make_batch, reordered, small_config
+from reference import ReferenceCategorical, check_steps
 
 F64 = torch.float64
 
@@ -44,13 +43,7 @@ def test_update_equals_simbav2s_projection_step_by_step(num_critics, actor_delay
     """Five updates of float64 agents (rewards, horizons and weights varied, so values land
     inside and outside the support) equal the reference's, state and metrics."""
     cfg = _config(dtype=F64, num_critics=num_critics, policy_delay=actor_delay, gamma=0.9)
-    state = funcsac.init_state(cfg, seed=3)
-    ref = ReferenceCategorical(state)
-    for step in range(5):
-        batch = with_horizons_and_weights(make_batch(cfg, batch_size=16, seed=step), step)
-        batch = batch._replace(reward=4 * batch.reward)
-        state = step_both(state, ref, batch, step)
-    assert_params_match(state, ref)
+    check_steps(cfg, ReferenceCategorical)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

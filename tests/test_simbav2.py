@@ -14,8 +14,8 @@ from funcsac.hyperspherical import SimbaV2Net, project_weights
 from funcsac.normalize import observe, scale_reward
 from funcsac.optim import linear_decay
 from helpers import (BACKENDS, assert_compiled_equals_eager, assert_vmap_equals_loop,
-                     make_batch, reordered, small_config, with_horizons_and_weights)
-from reference import ReferenceSimbaV2, assert_params_match, step_both
+                     make_batch, reordered, small_config)
+from reference import ReferenceSimbaV2, assert_params_match, check_steps
 
 F64 = torch.float64
 
@@ -112,13 +112,7 @@ def test_update_equals_simbav2s_step_by_step(num_critics):
     cfg = _config(dtype=F64, num_critics=num_critics, gamma=0.9, lr_decay_to=0.2,
                   lr_decay_steps=3, actor_lr=3e-3, critic_lr=3e-3, alpha_lr=3e-3,
                   init_alpha=0.01, target_entropy_scale=0.5)
-    state = funcsac.init_state(cfg, seed=3)
-    ref = ReferenceSimbaV2(state)
-    for step in range(5):
-        batch = with_horizons_and_weights(make_batch(cfg, batch_size=16, seed=step), step)
-        batch = batch._replace(reward=4 * batch.reward)
-        state = step_both(state, ref, batch, step)
-    assert_params_match(state, ref)
+    check_steps(cfg, ReferenceSimbaV2)
 
 
 def test_the_batch_is_normalised_and_the_rewards_bounded_as_simbav2s_wrappers():
