@@ -78,8 +78,10 @@ class SACConfig:
 
     With ``lr_decay_to < 1`` the actor's, the critics' and the temperature's learning rates at
     their optimiser's step ``t`` (its steps before, ``AdamState.count``) are ``lr * (1 - (1 -
-    lr_decay_to) * min(t / lr_decay_steps, 1))`` (optax's ``linear_schedule``): one compiled
-    graph serves every step, and a learning rate changed in ``SACState.hparams`` decays alike.
+    lr_decay_to) * min(t / lr_decay_steps, 1))`` (optax's ``linear_schedule``), or with
+    ``lr_decay_shape="cosine"`` ``lr * (lr_decay_to + (1 - lr_decay_to) * (1 + cos(pi *
+    min(t / lr_decay_steps, 1))) / 2)`` (optax's ``cosine_decay_schedule``): one compiled graph
+    serves every step, and a learning rate changed in ``SACState.hparams`` decays alike.
 
     Weight decay applies to the parameters ``weight_decay_on`` names: ``"weights"``, those of >= 2
     dimensions (not biases nor normalisation scales), or ``"all"`` trainable parameters. Module
@@ -158,6 +160,9 @@ class SACConfig:
     lr_decay_steps: int = setting(
         1_000_000, "optimiser steps the learning rates take to decay to lr_decay_to of their "
         "values (SimbaV2: its run's gradient steps)")
+    lr_decay_shape: str = setting(
+        "linear", "how the learning rates decay to lr_decay_to: linear (SimbaV2) or cosine "
+        "(FlashSAC)")
     precision: str = setting(
         "fp32", "the networks' matrix products and convolutions: fp32, or bf16 (bfloat16 "
         "operands; parameters, optimizer moments, activations between the products, losses, "
@@ -396,6 +401,8 @@ def validate_config(cfg: SACConfig) -> None:
              "must be in [0, 1]", cfg.lr_decay_to)
     _require(is_int(cfg.lr_decay_steps) and cfg.lr_decay_steps >= 1, "lr_decay_steps",
              "must be an integer >= 1", cfg.lr_decay_steps)
+    _require(cfg.lr_decay_shape in ("linear", "cosine"), "lr_decay_shape",
+             "must be 'linear' or 'cosine'", cfg.lr_decay_shape)
     for name in ("actor_factory", "critic_factory", "encoder_factory"):
         v = getattr(cfg, name)
         _require(v is None or callable(v), name, "must be None or a callable", v)
@@ -407,7 +414,4 @@ def validate_config(cfg: SACConfig) -> None:
              f"must be 'fp32' with dtype {cfg.dtype} (bf16 products take float32 parameters)",
              cfg.precision)
     _check_variants(cfg)
-    _require(not algorithm.actor_first or cfg.policy_delay == 1, "policy_delay",
-             f"must be 1 with algorithm {cfg.algorithm!r}, whose update steps the actor before "
-             "the critics", cfg.policy_delay)
     algorithm.check(cfg)

@@ -41,7 +41,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.func import functional_call, stack_module_state
 
 from . import keys
-from .batch_renorm import BatchRenorm, batch_renorm
+from .batch_renorm import BatchNorm, BatchRenorm, batch_renorm
 from .layers import KeyedDropout, Residual
 
 Params = Dict[str, torch.Tensor]
@@ -137,14 +137,15 @@ def thread_template(template: nn.Module) -> nn.Module:
 
 # layers ``_run_plain`` applies itself; any other layer without parameters or buffers (ReLU,
 # Tanh, ...) is simply called
-_PLAIN_LAYERS = (nn.Linear, nn.Conv2d, nn.LayerNorm, KeyedDropout, BatchRenorm)
+_PLAIN_LAYERS = (nn.Linear, nn.Conv2d, nn.LayerNorm, nn.RMSNorm, KeyedDropout, BatchRenorm,
+                 BatchNorm)
 _FACTS: "weakref.WeakKeyDictionary[nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
 def _plain_structure(template: nn.Module) -> bool:
     """Whether ``template`` is an ``nn.Sequential`` of Linear, Conv2d (zero padding), LayerNorm,
-    KeyedDropout and BatchRenorm layers, of layers without parameters, buffers or children, and
-    of ``Residual`` blocks of such layers, none with hooks."""
+    RMSNorm, KeyedDropout, BatchRenorm and BatchNorm layers, of layers without parameters,
+    buffers or children, and of ``Residual`` blocks of such layers, none with hooks."""
     def hooked(m: nn.Module) -> bool:
         return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
 
@@ -170,8 +171,8 @@ def _param_shapes(template: nn.Module) -> Dict[str, tuple]:
 
 
 def _has_batch_renorm(template: nn.Module) -> bool:
-    """Whether ``template`` holds a ``BatchRenorm`` layer."""
-    return any(isinstance(m, BatchRenorm) for m in template.modules())
+    """Whether ``template`` holds a ``BatchRenorm`` or ``BatchNorm`` layer."""
+    return any(isinstance(m, (BatchRenorm, BatchNorm)) for m in template.modules())
 
 
 def _fact(template: nn.Module, of):
@@ -195,7 +196,7 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
                products: Optional[torch.dtype] = None) -> torch.Tensor:
     """What ``functional_call(template, params, (x,))`` computes for a plain ``Sequential``: the
     same operations, with no tensor swapped into the module. With a ``stats`` dict, BatchRenorm
-    layers run in training mode and put their new running statistics in it, which
+    and BatchNorm layers run in training mode and put their new running statistics in it, which
     ``functional_call`` cannot return (CrossQ's joint pass needs them); ``prefix`` is the name of
     ``template`` in ``params`` (a ``Residual`` block's, with a dot); ``products`` the dtype of the
     Linear and Conv2d layers' operands (``None``: as they are). Not faster: an eager update
@@ -211,9 +212,11 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
         elif kind is nn.LayerNorm:
             x = F.layer_norm(x, layer.normalized_shape, params.get(f"{at}weight"),
                              params.get(f"{at}bias"), layer.eps)
+        elif kind is nn.RMSNorm:
+            x = F.rms_norm(x, layer.normalized_shape, params.get(f"{at}weight"), layer.eps)
         elif kind is KeyedDropout:
             x = layer.drop(x, params.get(f"{at}key"))
-        elif kind is BatchRenorm:
+        elif kind is BatchRenorm or kind is BatchNorm:
             x, new = batch_renorm(layer, params, at, x, train=stats is not None)
             if new is not None:
                 stats.update(new)
@@ -245,7 +248,8 @@ def apply_network(template: nn.Module, params: Params, x: torch.Tensor,
         return _run_plain(template, params, x, stats, products=products)
     if stats is not None and _fact(template, _has_batch_renorm):
         raise ValueError("training-mode batch statistics need a network that is an "
-                         "nn.Sequential of Linear, LayerNorm, KeyedDropout, BatchRenorm and "
+                         "nn.Sequential of Linear, LayerNorm, RMSNorm, KeyedDropout, BatchRenorm, "
+                         "BatchNorm and "
                          f"parameter-free layers, got {type(template).__name__}")
     module = thread_template(template)
     copies = {n: params[n].clone() for n, _ in module.named_buffers() if n in params}

@@ -32,15 +32,19 @@ def adam_init(params: Params) -> AdamState:
     return AdamState(torch.zeros((), dtype=torch.int64, device=first.device), zeros(), zeros())
 
 
-def linear_decay(lr: torch.Tensor, count: torch.Tensor, decay_to: float,
-                 decay_steps: int) -> torch.Tensor:
+def decayed_lr(lr: torch.Tensor, count: torch.Tensor, decay_to: float, decay_steps: int,
+               shape: str = "linear") -> torch.Tensor:
     """The learning rate of an optimiser's step ``count`` (its steps before this one), decayed
-    linearly from ``lr`` to ``decay_to * lr`` over ``decay_steps`` steps and constant after (optax's
-    ``linear_schedule``): ``lr * (1 - (1 - decay_to) * min(count / decay_steps, 1))``; ``lr``
-    itself when ``decay_to`` is 1."""
+    from ``lr`` to ``decay_to * lr`` over ``decay_steps`` steps and constant after, with
+    ``f = min(count / decay_steps, 1)``: ``"linear"``, ``lr * (1 - (1 - decay_to) * f)``
+    (optax's ``linear_schedule``), or ``"cosine"``, ``lr * (decay_to + (1 - decay_to) * (1 +
+    cos(pi f)) / 2)`` (optax's ``cosine_decay_schedule``); ``lr`` itself when ``decay_to`` is
+    1."""
     if decay_to == 1.0:
         return lr
     done = (count.to(lr.dtype) / decay_steps).clamp(max=1.0)
+    if shape == "cosine":
+        return lr * (decay_to + (1.0 - decay_to) * 0.5 * (1.0 + torch.cos(math.pi * done)))
     return lr * (1.0 - (1.0 - decay_to) * done)
 
 

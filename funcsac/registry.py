@@ -55,7 +55,9 @@ class Algorithm:
     polyak-averaged target critics (without them ``SACState.target_critic`` is empty and ``tau``
     unused); ``actor_first`` that ``update`` takes the actor's and the temperature's steps before
     the critics' (which then learn against the new actor and temperature; SimBa's order) rather
-    than after (jaxrl's); ``help`` is one line for the command line's help.
+    than after (jaxrl's); ``actor_obs(batch)`` the observations the actor's loss takes (default:
+    ``batch.obs``; FlashSAC's: the current and the next stacked, for its batch statistics);
+    ``help`` is one line for the command line's help.
 
     An algorithm with state of its own (BRO's optimistic actor and its adjustments) says how it
     is made and used: ``extra_modules(config)`` the modules it keeps beside SAC's (by name; built
@@ -72,6 +74,7 @@ class Algorithm:
     help: str = ""
     target_networks: bool = True
     actor_first: bool = False
+    actor_obs: Optional[Callable[[Any], Any]] = None
     critic_outputs: Callable[[Any], int] = _one_output
     check: Callable[[Any], None] = _no_check
     options: Optional[type] = None

@@ -2,8 +2,9 @@
 
 Order (as in jaxrl): critic step, polyak target update, actor step against the new critics,
 temperature step on the actor's log-probs; an algorithm with ``actor_first`` (SimBa's) takes the
-actor's and the temperature's steps first and the critics' against them. The actor and the
-temperature change only every ``policy_delay`` steps, chosen with tensor arithmetic so that one
+actor's and the temperature's steps first and the critics' against them (against the old ones
+where the actor is not due). The actor and the temperature change only every ``policy_delay``
+steps, chosen with tensor arithmetic so that one
 compiled graph serves every step; a caller that knows the step (the driver) calls
 ``update.critic_update`` where the actor is not due, and computes nothing in vain.
 All randomness comes from ``state.key``. Gradients, Adam and the polyak average cover the trainable
@@ -29,7 +30,7 @@ from .grads import grad_and_value
 from .losses import Losses
 from .networks import Params, apply_encoder
 from .normalize import normalize_obs, scale_reward
-from .optim import adam_update, linear_decay
+from .optim import adam_update, decayed_lr
 from .registry import algorithm_of, losses_for, variant_of
 from .state import (SACState, check_state, critic_and_encoder, split_critic_and_encoder,
                     trainable)
@@ -64,7 +65,7 @@ def _train(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, 
         raise TypeError(f"{getattr(loss_fn, '__qualname__', loss_fn)} returned (loss, "
                         f"{type(out).__name__}); a critic loss returns (loss, funcsac.CriticOut), "
                         "an actor loss (loss, funcsac.ActorOut)")
-    lr = linear_decay(lr, opt_state.count, cfg.lr_decay_to, cfg.lr_decay_steps)
+    lr = decayed_lr(lr, opt_state.count, cfg.lr_decay_to, cfg.lr_decay_steps, cfg.lr_decay_shape)
     new, opt_state, norm = adam_update(grads, opt_state, train, lr, betas=cfg.adam_betas,
                                        eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
                                        decay_mask=mask, max_grad_norm=cfg.max_grad_norm)
@@ -204,10 +205,11 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
             k_obs, key = keys.split(key, 2)
             obs = apply_encoder(static.encoder, state.encoder, encoder_input(cfg, batch.obs, k_obs))
             batch = batch._replace(obs=obs.detach())
-        alpha = torch.exp(state.log_alpha)
+        alpha, actor_obs = torch.exp(state.log_alpha), algorithm_of(cfg).actor_obs
         actor, actor_opt, a_norm, (a_loss, out) = _train(
             fns.actor, state.actor, static.actor_trainable, state.actor_opt, hp.actor_lr,
-            cfg, state.critic, static, batch.obs, alpha, key)
+            cfg, state.critic, static, batch.obs if actor_obs is None else actor_obs(batch),
+            alpha, key)
         actor = _kept(cfg, "actor", actor)
         log_prob = out.log_prob.detach()
         t_grad, (t_loss, _) = grad_and_value(fns.temperature)(state.log_alpha, log_prob,
@@ -216,8 +218,9 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         if cfg.learn_alpha:
             new_la, alpha_opt, _ = adam_update({"log_alpha": t_grad}, alpha_opt,
                                                {"log_alpha": log_alpha},
-                                               linear_decay(hp.alpha_lr, alpha_opt.count,
-                                                            cfg.lr_decay_to, cfg.lr_decay_steps),
+                                               decayed_lr(hp.alpha_lr, alpha_opt.count,
+                                                          cfg.lr_decay_to, cfg.lr_decay_steps,
+                                                          cfg.lr_decay_shape),
                                                betas=cfg.temperature_betas, eps=cfg.adam_eps)
             log_alpha = new_la["log_alpha"]
         metrics = {"actor_loss": a_loss, "alpha_loss": t_loss, "alpha": alpha,
@@ -235,17 +238,23 @@ def make_update(loss_fns: Optional[Losses] = None, with_aux: bool = False) -> Ca
         batch = prepare(state, batch)
         if algorithm_of(state.config).actor_first:  # the critics learn against the new actor
             acted, a_metrics = actor_step(state, batch, _actor_key(state))
-            new, _, c_metrics, td_error = critic_step(acted, batch)
+            new, _, c_metrics, td_error = critic_step(when_due(state, acted, state), batch)
             return finish(new, {**c_metrics, **a_metrics}, td_error)
         critic_done, k_actor, c_metrics, td_error = critic_step(state, batch)
         new, a_metrics = actor_step(critic_done, batch, k_actor)
-        if state.config.policy_delay > 1:  # the actor's step only every policy_delay steps
-            due = state.step % state.config.policy_delay == 0
-            # the names as literals: a stored compiled function cannot look up module globals
-            new = dataclasses.replace(new, **{f: pytree.tree_map(
-                lambda n, o: torch.where(due, n, o), getattr(new, f), getattr(critic_done, f))
-                for f in ("actor", "actor_opt", "log_alpha", "alpha_opt", "extra")})
-        return finish(new, {**c_metrics, **a_metrics}, td_error)
+        return finish(when_due(state, new, critic_done), {**c_metrics, **a_metrics}, td_error)
+
+    def when_due(state: SACState, stepped: SACState, kept: SACState) -> SACState:
+        """``stepped``, whose actor, temperature and the algorithm's own state are ``kept``'s
+        where the actor is not due at ``state.step`` (every ``policy_delay`` steps), chosen with
+        tensor arithmetic."""
+        if state.config.policy_delay == 1:
+            return stepped
+        due = state.step % state.config.policy_delay == 0
+        # the names as literals: a stored compiled function cannot look up module globals
+        return dataclasses.replace(stepped, **{f: pytree.tree_map(
+            lambda n, o: torch.where(due, n, o), getattr(stepped, f), getattr(kept, f))
+            for f in ("actor", "actor_opt", "log_alpha", "alpha_opt", "extra")})
 
     def finish(new: SACState, metrics: Metrics, td_error: torch.Tensor):
         """What ``update`` returns: the new state, the metrics (``METRIC_NAMES``, in another

@@ -3,8 +3,8 @@
 With ``policy_delay`` d > 1 dividing the number of batches, the steps run in rlpd's order (and
 REDQ's): d critic steps, then one actor and one temperature step against the newest critics on
 the last of those batches, and so on; nothing is computed and thrown away. Otherwise each batch
-gets a whole ``update`` (d = 1: SimBa's and BRO's order; a d that does not divide: the actor steps
-where ``update`` counts them).
+gets a whole ``update`` (d = 1: SimBa's and BRO's order; a d that does not divide, or an
+algorithm that steps the actor first: the actor steps where ``update`` counts them).
 
 Under ``torch.compile`` the critic steps run in ``torch._higher_order_ops.scan``, which traces the
 step once: compiling 5 unrolled steps took 421 s here against 64 s for the scan. Eagerly they run
@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 from torch._higher_order_ops.scan import scan
 
 from .batch import Batch
+from .registry import algorithm_of
 from .updates import prepare, update as default_update
 
 
@@ -46,16 +47,17 @@ def _steps(step: Callable, state, batches: Batch):
 
 def make_update_many(update_fn: Callable = default_update):
     """``update_many(state, batches)`` for ``batches``, a ``Batch`` of ``[utd, B, ...]``
-    tensors: with ``policy_delay`` d > 1 dividing ``utd`` and an ``update_fn`` made by
-    ``make_update``, ``utd / d`` blocks of d critic steps followed by one actor and temperature
-    step on the block's last batch; otherwise ``utd`` sequential ``update_fn`` calls. Returns
+    tensors: with ``policy_delay`` d > 1 dividing ``utd``, an ``update_fn`` made by
+    ``make_update`` and an algorithm that steps the critics first, ``utd / d`` blocks of d
+    critic steps followed by one actor and temperature step on the block's last batch;
+    otherwise ``utd`` sequential ``update_fn`` calls. Returns
     the final state and ``update_fn``'s other outputs stacked: the critic's metrics (and the
     per-sample aux of ``update_with_aux``) ``[utd, ...]``, the actor's ``[utd / d, ...]``."""
 
     def update_many(state, batches: Batch):
         d, utd = state.config.policy_delay, batches.obs.shape[0]
         critic_step = getattr(update_fn, "critic_step", None)
-        if d == 1 or utd % d or critic_step is None:
+        if d == 1 or utd % d or critic_step is None or algorithm_of(state.config).actor_first:
             return _steps(update_fn, state, batches)
 
         c_metrics, a_metrics, td_errors = [], [], []

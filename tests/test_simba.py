@@ -172,8 +172,6 @@ def test_driver_resets_at_its_interval_and_resumes_exactly_across_a_reset(tmp_pa
      "critic_layer_norm is an option of network 'mlp'"),
     (dict(actor_hidden_sizes=(8, 0)), "SACConfig.actor_hidden_sizes"),
     (dict(reset_every=-1), "TrainConfig.reset_every"),
-    (dict(algorithm="simba", policy_delay=2),
-     "policy_delay must be 1 with algorithm 'simba', whose update steps the actor before"),
 ])
 def test_bad_network_or_reset_settings_name_the_field(overrides, field):
     with pytest.raises(ValueError, match=field):

@@ -12,7 +12,7 @@ import torch
 import funcsac
 from funcsac.hyperspherical import SimbaV2Net, project_weights
 from funcsac.normalize import observe, scale_reward
-from funcsac.optim import linear_decay
+from funcsac.optim import decayed_lr
 from helpers import (BACKENDS, assert_compiled_equals_eager, assert_vmap_equals_loop,
                      make_batch, reordered, small_config)
 from reference import ReferenceSimbaV2, assert_params_match, check_steps
@@ -160,7 +160,7 @@ def test_the_reward_bound_applies_only_above_the_std():
                                             (5000, 5e-5)])
 def test_the_learning_rate_decays_as_optaxs_linear_schedule(count, expected):
     # optax.linear_schedule(1e-4, 5e-5, 1000)(count)
-    lr = linear_decay(torch.tensor(1e-4, dtype=F64), torch.tensor(count), 0.5, 1000)
+    lr = decayed_lr(torch.tensor(1e-4, dtype=F64), torch.tensor(count), 0.5, 1000)
     assert float(lr) == pytest.approx(expected, rel=1e-12)
 
 

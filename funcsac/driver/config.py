@@ -83,6 +83,11 @@ class RunSettings:
         "environment steps of uniform random actions before training (none: the policy "
         "family's default, 5000 for continuous actions, 2000 for discrete ones)")
     utd: int = setting(1, "gradient steps per environment step (update-to-data ratio)")
+    noise_hold: float = setting(
+        0.0, "exploration: each draw of the policy's noise is held for n environment steps, "
+        "P(n) ~ n^-noise_hold for n in 1..noise_hold_max (0: a new draw every step; FlashSAC: "
+        "2)")
+    noise_hold_max: int = setting(16, "the longest hold of an exploration noise draw")
     reset_every: int = setting(
         0,
         "environment steps between resets of every agent's networks, targets, optimizer moments "

@@ -8,6 +8,7 @@ import torch
 from ... import keys
 from ...acting import act
 from ...batch import map_obs
+from ...noise import held_noise
 from ...normalize import observe
 from ..envs.observations import obs_tensors
 from ..envs.spec import scale_action
@@ -111,14 +112,25 @@ class Collector:
 
     def _exploration_noise(self) -> torch.Tensor:
         """This vector step's standard normal noise ``[A, num_envs, act_dim]`` (float64), from
-        the block drawn with ``progress.noise_key``; a new block (and key) every ``NOISE_BLOCK``
-        vector steps."""
+        the block drawn with ``progress.noise_key`` (``_noise_block``); a new block (and key)
+        every ``NOISE_BLOCK`` vector steps."""
         p, n = self.progress, self.config.num_envs
         i = (p.env_step // n) % NOISE_BLOCK
         if i == 0 or p.noise_key is None:
             p.key, p.noise_key = split_keys(p.key)
             self.noise = None
         if self.noise is None:  # a new block, or the current one after a resume
-            shape = (NOISE_BLOCK, n, self.spec.act_dim)
-            self.noise = per_agent(lambda k: keys.normal(k, shape, torch.float64), p.noise_key)
+            self.noise = per_agent(self._noise_block, p.noise_key)
         return self.noise[:, i]
+
+    def _noise_block(self, key: torch.Tensor) -> torch.Tensor:
+        """One agent's ``[NOISE_BLOCK, num_envs, act_dim]`` standard normals from ``key``: a
+        fresh draw each step, or with ``noise_hold`` each draw held (``funcsac.noise``; the
+        holds restart at the block's start)."""
+        cfg = self.config
+        shape = (NOISE_BLOCK, cfg.num_envs, self.spec.act_dim)
+        if not cfg.noise_hold:
+            return keys.normal(key, shape, torch.float64)
+        k_noise, k_hold = keys.split(key, 2)
+        return held_noise(keys.normal(k_noise, shape, torch.float64), k_hold, cfg.noise_hold,
+                          cfg.noise_hold_max)
