@@ -4,7 +4,7 @@ from .platform import blas
 if blas.requested():  # the funcsac command, or an opt-in: MKL's kernels, before torch loads
     blas.prepare()
 
-from . import encoders, hyperspherical, keys, registry
+from . import encoders, hyperspherical, keys, registry, unit_norm
 from .acting import act
 from .batch import Batch, check_batch, map_obs
 from .compile import compile_stored, compile_update
@@ -24,8 +24,8 @@ from .algorithms import crossq, discrete, sac, tqc
 ALGORITHMS = ALGORITHMS_BY_POLICY["tanh_gaussian"]  # the tanh-Gaussian policy's, by name
 
 __all__ = [
-    "encoders", "hyperspherical", "keys", "presets", "registry", "act", "Batch", "check_batch",
-    "map_obs",
+    "encoders", "hyperspherical", "unit_norm", "keys", "presets", "registry", "act", "Batch",
+    "check_batch", "map_obs",
     "compile_update", "compile_stored", "SACConfig", "actor_loss", "critic_loss",
     "temperature_loss", "ActorOut",
     "CriticOut", "Algorithm", "register", "apply_actor", "apply_critic", "apply_critics",

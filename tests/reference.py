@@ -3,6 +3,7 @@ critics in a Python loop, torch.distributions for log-probs, torch.autograd and 
 It takes funcsac's parameters and draws the same noise from the same keys, so the two can be
 compared step by step."""
 import copy
+import math
 
 import torch
 from torch import nn
@@ -646,6 +647,207 @@ class ReferenceCrossQ(ReferenceSAC):
 
     def params(self):
         return {**super().params(), "target_critic": {}}
+
+
+class RefUnitBatchNorm(nn.Module):
+    """FlashSAC's ``UnitBatchNorm``: ``F.batch_norm`` (running statistics updated in place in
+    training mode, the variance unbiased), momentum 0.01, eps 1e-5."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+        self.register_buffer("running_mean", torch.zeros(d))
+        self.register_buffer("running_var", torch.ones(d))
+
+    def forward(self, x, training):
+        return torch.nn.functional.batch_norm(x, self.running_mean, self.running_var,
+                                              self.weight, self.bias, training=training,
+                                              momentum=0.01, eps=1e-5)
+
+    def normalize(self):
+        factor = self.weight.shape[-1] ** 0.5 * torch.rsqrt(
+            (self.weight ** 2 + self.bias ** 2).sum(-1, keepdim=True) + 1e-8)
+        self.weight.mul_(factor)
+        self.bias.mul_(factor)
+
+
+class RefFlashBlock(nn.Module):
+    """FlashSAC's ``FlashSACBlock``: w1, norm1, relu, w2, norm2, relu, plus the residual."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.up, self.up_bn = nn.Linear(w, 4 * w, bias=False), RefUnitBatchNorm(4 * w)
+        self.down, self.down_bn = nn.Linear(4 * w, w, bias=False), RefUnitBatchNorm(w)
+
+    def forward(self, x, training):
+        h = torch.relu(self.up_bn(self.up(x), training))
+        return x + torch.relu(self.down_bn(self.down(h), training))
+
+
+class RefFlashNet(nn.Module):
+    """FlashSAC's ``FlashSACActor`` (``actor=True``: its ``NormalTanhPolicy`` head's mean and
+    log-std rows in one weight, as funcsac's state holds them) or one member of its
+    ``FlashSACDoubleCritic`` (``EnsembleCategoricalValue``: a unit linear layer plus a bias),
+    with ``normalize_parameters`` as each layer's."""
+
+    def __init__(self, in_dim, out_dim, hidden, actor):
+        super().__init__()
+        w, self.actor = hidden[0], actor
+        self.in_bn, self.embed = RefUnitBatchNorm(in_dim), nn.Linear(in_dim, w, bias=False)
+        self.blocks = [f"block{i}" for i in range(len(hidden))]
+        for name in self.blocks:
+            setattr(self, name, RefFlashBlock(w))
+        self.post_norm = nn.Module()
+        self.post_norm.weight = nn.Parameter(torch.ones(w))
+        self.head = "policy_head" if actor else "value_head"
+        setattr(self, self.head, nn.Linear(w, out_dim))
+
+    def forward(self, x, training):
+        x = self.embed(self.in_bn(x, training))
+        for name in self.blocks:
+            x = getattr(self, name)(x, training)
+        if self.actor:  # F.rms_norm (FlashSAC's UnitRMSNorm)
+            x = torch.nn.functional.rms_norm(x, (x.shape[-1],), self.post_norm.weight, 1e-6)
+        else:  # EnsembleUnitRMSNorm, written out
+            x = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * self.post_norm.weight
+        return getattr(self, self.head)(x)
+
+    @torch.no_grad()
+    def normalize(self):
+        units = [self.embed] + [getattr(getattr(self, b), n) for b in self.blocks
+                                for n in ("up", "down")]
+        if not self.actor:
+            units.append(self.value_head)
+        for layer in units:
+            layer.weight.copy_(torch.nn.functional.normalize(layer.weight, dim=-1, eps=1e-8))
+        for m in self.modules():
+            if isinstance(m, RefUnitBatchNorm):
+                m.normalize()
+        scale = self.post_norm.weight
+        scale.mul_(scale.shape[-1] ** 0.5 * torch.rsqrt((scale ** 2).sum() + 1e-8))
+
+
+class ReferenceFlashSAC(ReferenceCategorical):
+    """FlashSAC's step (leeyngdo/FlashSAC flash_rl/agents/flashSAC/update.py, agent.py
+    ``_update_networks``) with its layers as written there: every ``policy_delay`` steps the
+    actor's step in training mode over ``cat(obs, next_obs)`` (the loss on the first chunk)
+    against the critics in evaluation mode, then the temperature's; then the critics': next
+    actions from the actor in evaluation mode, the target and online critics in training mode
+    over ``cat(obs, next_obs)`` / ``cat(action, next_action)``, the min-Q critic's next log-probs
+    projected with ``_compute_categorical_td_target``'s scatter-adds (here with each row's
+    horizon, and the batch's weights in the mean), the cross-entropy averaged over the critics;
+    ``normalize_parameters`` after each optimiser step, the targets' parameters lerped
+    (``torch._foreach_lerp_``; their running statistics are those of their own training
+    passes), each learning rate on FlashSAC's ``warmup_cosine_decay_scheduler`` through
+    ``LambdaLR`` (no warmup)."""
+
+    def __init__(self, state):
+        super().__init__(state)
+        cfg = self.cfg
+
+        def schedule(step, peak=1.0, end=cfg.lr_decay_to, decay_steps=cfg.lr_decay_steps):
+            if step < decay_steps:
+                return end + (peak - end) * 0.5 * (1 + math.cos(math.pi * step / decay_steps))
+            return end
+
+        self.schedules = [torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+                          for opt in (self.actor_opt, self.critic_opt, self.alpha_opt)]
+
+    def network(self, in_dim, out_dim, hidden):
+        return RefFlashNet(in_dim, out_dim, hidden, actor=True)
+
+    def critic_network(self, in_dim, out_dim, hidden):
+        return RefFlashNet(in_dim, out_dim, hidden, actor=False)
+
+    def sample_with(self, obs, noise, training):
+        cfg = self.cfg
+        mean, raw = self.actor(obs, training).chunk(2, dim=-1)
+        log_std = cfg.log_std_min + (cfg.log_std_max - cfg.log_std_min) * 0.5 * (
+            1 + torch.tanh(raw))
+        u = mean + log_std.exp() * noise
+        log_prob = Normal(mean, log_std.exp()).log_prob(u) - 2.0 * (
+            math.log(2.0) - u - torch.nn.functional.softplus(-2.0 * u))
+        return torch.tanh(u), log_prob.sum(1)
+
+    def update(self, batch: funcsac.Batch):
+        cfg, o, z = self.cfg, self.cfg.algorithm_options, self.bins()
+        B, A, K = len(batch.obs), cfg.act_dim, o.num_bins
+        self.key, k_target, _, k_actor = keys.split(self.key, 4)
+        metrics = {}
+        if self.step % cfg.policy_delay == 0:  # update_actor, then update_temperature
+            alpha = self.log_alpha.detach().exp()
+            obs_all = torch.cat([batch.obs, batch.next_obs])
+            actions, log_probs = self.sample_with(
+                obs_all, keys.normal(k_actor, (2 * B, A), cfg.dtype), training=True)
+            actions, log_probs = actions.chunk(2)[0], log_probs.chunk(2)[0]
+            x = torch.cat([batch.obs, actions], -1)
+            qs = [(torch.softmax(c(x, False), -1) * z).sum(-1) for c in self.critics]
+            actor_loss = (log_probs * alpha - torch.stack(qs).min(0).values).mean()
+            self.actor_opt.zero_grad()
+            actor_loss.backward()
+            self.actor_opt.step()
+            self.schedules[0].step()
+            self.actor.normalize()
+            for c in self.critics:
+                c.zero_grad()
+            entropy = -log_probs.detach().mean()
+            temperature_loss = self.log_alpha.exp() * (entropy - cfg.target_entropy)
+            self.alpha_opt.zero_grad()
+            temperature_loss.backward()
+            self.alpha_opt.step()
+            self.schedules[2].step()
+            metrics = {"actor_loss": actor_loss.detach(), "alpha_loss": temperature_loss.detach(),
+                       "alpha": alpha, "entropy": entropy}
+        k_action, k_subset, _ = keys.split(k_target, 3)
+        targets = self.targets
+        if cfg.num_target_critics < cfg.num_critics:  # REDQ's M of them
+            targets = [targets[i] for i in keys.choice(k_subset, cfg.num_critics,
+                                                       cfg.num_target_critics).tolist()]
+        with torch.no_grad():
+            next_a, next_logp = self.sample_with(
+                batch.next_obs, keys.normal(k_action, (B, A), cfg.dtype), training=False)
+            entropy_term = self.log_alpha.exp() * next_logp
+            x_all = torch.cat([torch.cat([batch.obs, batch.action], -1),
+                               torch.cat([batch.next_obs, next_a], -1)])
+            lps = torch.stack([torch.log_softmax(t(x_all, True), -1) for t in targets])
+            next_lps = lps.chunk(2, dim=1)[1]
+            next_qs = (next_lps.exp() * z).sum(-1)
+            selected = torch.gather(next_lps, 0, next_qs.argmin(0)[None, :, None].expand(
+                1, -1, K))[0]
+            done = batch.terminated.to(cfg.dtype).reshape(-1, 1)
+            gamma = (cfg.gamma ** batch.horizon).reshape(-1, 1)
+            target_bins = batch.reward.reshape(-1, 1) + gamma * (
+                z.view(1, -1) - entropy_term.reshape(-1, 1)) * (1.0 - done)
+            b = (target_bins.clamp(o.v_min, o.v_max) - o.v_min) / ((o.v_max - o.v_min) / (K - 1))
+            lower = torch.floor(b).long()
+            upper = torch.clamp(lower + 1, 0, K - 1)
+            frac = b - lower.to(cfg.dtype)
+            p = selected.exp()
+            target = torch.zeros(B, K, dtype=cfg.dtype)
+            target.scatter_add_(1, lower, p * (1.0 - frac))
+            target.scatter_add_(1, upper, p * frac)
+        lps = torch.stack([torch.log_softmax(c(x_all, True), -1) for c in self.critics])
+        ce = -(target.unsqueeze(0) * lps.chunk(2, dim=1)[0]).sum(-1)  # [N, B]
+        critic_loss = (batch.weight * ce).mean()
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+        self.schedules[1].step()
+        with torch.no_grad():
+            for c, t in zip(self.critics, self.targets):
+                c.normalize()
+                torch._foreach_lerp_(list(t.parameters()), list(c.parameters()), cfg.tau)
+        self.step += 1
+        return {**metrics, "critic_loss": critic_loss.detach(),
+                "target_q_mean": self.target_mean(target)}
+
+    def params(self):
+        """As funcsac's state, but the targets' running statistics, which FlashSAC's target
+        training passes move and funcsac leaves (no output reads them), are not compared."""
+        out = super().params()
+        out["target_critic"] = {k: v for k, v in out["target_critic"].items()
+                                if not k.endswith(("running_mean", "running_var"))}
+        return out
 
 
 def shifted(images, key, pad):

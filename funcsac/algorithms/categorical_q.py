@@ -49,8 +49,13 @@ def apply_log_probs(static: Static, critic: Params, obs: torch.Tensor, action: t
                     key=None) -> torch.Tensor:
     """The ensemble's log-probabilities of the bins, ``[N, B, K]``; ``ValueError`` if a critic
     does not output ``[B, num_bins]``."""
+    return log_probs_of(static, apply_critics(static.critic, critic, obs, action, key))
+
+
+def log_probs_of(static: Static, logits: torch.Tensor) -> torch.Tensor:
+    """The log-softmax of the critics' outputs ``logits [N, B, K]``; ``ValueError`` unless each
+    critic gave ``num_bins`` of them per row."""
     k = static.config.algorithm_options.num_bins
-    logits = apply_critics(static.critic, critic, obs, action, key)
     if logits.dim() != 3 or logits.shape[2] != k:
         raise ValueError(f"the critics of algorithm {static.config.algorithm!r} must map "
                          f"[B, obs_dim + act_dim] to [B, num_bins={k}] logits, got "
@@ -82,7 +87,18 @@ def categorical_target(state: SACState, batch: Batch, key: torch.Tensor) -> torc
     k_action, k_subset, k_dropout = keys.split(key, 3)
     next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
     target = target_subset(cfg, state.target_critic, k_subset)
-    each = apply_log_probs(static, target, batch.next_obs, next_action, k_dropout).exp()
+    return projected_target(state, batch, apply_log_probs(static, target, batch.next_obs,
+                                                          next_action, k_dropout),
+                            next_log_prob)
+
+
+def projected_target(state: SACState, batch: Batch, log_probs: torch.Tensor,
+                     next_log_prob: torch.Tensor) -> torch.Tensor:
+    """The target distribution ``[B, K]`` from the target critics' distributions ``log_probs
+    [M, B, K]`` at ``(s', a')`` and ``log pi(a'|s') [B]``: per row the distribution of the lower
+    expected value (``target_q_reduction="min"``) or their mean, its values moved to ``r +
+    gamma^horizon * (1 - terminated) * (z_j - alpha * log pi(a'|s'))`` and projected."""
+    cfg, each = state.config, log_probs.exp()
     z = support(cfg, each)
     if cfg.target_q_reduction == "min":  # per row, the critic of the lower expected value
         lowest = (each * z).sum(-1).argmin(0)[None, :, None]  # [1, B, 1]

@@ -1,0 +1,114 @@
+"""FlashSAC's networks (Kim et al. 2026; leeyngdo/FlashSAC ``flash_rl/agents/flashSAC/layer.py``
+and ``network.py``), registered as ``SACConfig.network="flashsac"``.
+
+A plain ``Sequential`` (so batch statistics run in training mode, as CrossQ's): the input
+batch-normalised (``in_bn``) and embedded by a bias-free linear layer to the width ``w``
+(``embed``), one inverted residual block per entry of ``hidden_sizes``, ``x + ReLU(BN(W2
+ReLU(BN(W1 x))))`` (``W1``: ``w -> 4 w``), an RMSNorm (``post_norm``) and a head: the actor's
+a linear layer with a bias (``policy_head``: the mean's rows drawn from N(0, 1e-3), the
+log-std's zero, as FlashSAC's policy), the critics' a bias-free unit linear layer plus a bias
+(``value_head``). Batch normalisation is plain (``funcsac.batch_renorm.BatchNorm``, momentum
+0.01, eps 1e-5).
+
+After each optimiser step the network's ``post_step`` (``normalize_parameters``) keeps, as
+FlashSAC's ``normalize_parameters``: every weight row of the bias-free layers (all but the
+actor's head) of unit norm, each batch normalisation's scale and shift jointly of norm
+``sqrt(features)``, and the RMSNorm's scale of norm ``sqrt(features)``.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .architectures import equal_widths
+from .batch_renorm import BatchNorm
+from .layers import Residual
+from .networks import Params
+from .registry import Network, register
+
+EPS = 1e-8  # added to a squared norm before it divides, as FlashSAC
+EXPANSION = 4  # a block's inner width over its width
+MEAN_INIT_STD = 1e-3  # the std of the actor's mean head's initial weights
+# the names' ends that say what a tensor is: a unit layer's weight; a batch normalisation's scale
+# (its shift ends in "_bn.bias"); the RMSNorm's scale
+UNIT_WEIGHTS = ("embed.weight", "up.weight", "down.weight", "value_head.weight")
+BN_SCALE, RMS_SCALE = "_bn.weight", "post_norm.weight"
+
+
+def unit_linear(in_dim: int, out_dim: int, bias: bool = False) -> nn.Linear:
+    """A linear layer whose weight rows start orthogonal (gain 1) and of unit norm (zero bias)."""
+    layer = nn.Linear(in_dim, out_dim, bias=bias)
+    with torch.no_grad():
+        nn.init.orthogonal_(layer.weight)
+        layer.weight.copy_(F.normalize(layer.weight, dim=-1, eps=EPS))
+        if bias:
+            nn.init.zeros_(layer.bias)
+    return layer
+
+
+def block(width: int) -> Residual:
+    """``x + ReLU(BN(W2 ReLU(BN(W1 x))))``, ``W1``: ``width -> 4 width``."""
+    inner = EXPANSION * width
+    return Residual(OrderedDict(up=unit_linear(width, inner), up_bn=BatchNorm(inner),
+                                up_relu=nn.ReLU(), down=unit_linear(inner, width),
+                                down_bn=BatchNorm(width), down_relu=nn.ReLU()))
+
+
+def policy_head(width: int, out_dim: int) -> nn.Linear:
+    """The actor's head ``[B, w] -> [B, 2 A]``: the mean's rows N(0, 1e-3), the log-std's zero,
+    every bias zero."""
+    layer = nn.Linear(width, out_dim)
+    with torch.no_grad():
+        nn.init.zeros_(layer.weight)
+        nn.init.zeros_(layer.bias)
+        nn.init.normal_(layer.weight[: out_dim // 2], 0.0, MEAN_INIT_STD)
+    return layer
+
+
+def flashsac(in_dim: int, out_dim: int, hidden_sizes, part: str) -> nn.Sequential:
+    """FlashSAC's actor (``part="actor"``) or critic, ``[B, in_dim] -> [B, out_dim]``, one block
+    per entry of ``hidden_sizes`` (all of one width)."""
+    w = hidden_sizes[0]
+    head = policy_head(w, out_dim) if part == "actor" else unit_linear(w, out_dim, bias=True)
+    return nn.Sequential(OrderedDict(
+        [("in_bn", BatchNorm(in_dim)), ("embed", unit_linear(in_dim, w))]
+        + [(f"block{i}", block(w)) for i in range(len(hidden_sizes))]
+        + [("post_norm", nn.RMSNorm(w, eps=1e-6)),
+           ("policy_head" if part == "actor" else "value_head", head)]))
+
+
+def _to_sqrt_dim(*scales: torch.Tensor) -> tuple:
+    """``scales`` multiplied by one factor per row (last axis) that makes their joint norm
+    ``sqrt(features)``."""
+    squares = sum(s.square().sum(-1, keepdim=True) for s in scales)
+    factor = math.sqrt(scales[0].shape[-1]) * torch.rsqrt(squares + EPS)
+    return tuple(s * factor for s in scales)
+
+
+def normalize_parameters(params: Params, options=None) -> Params:
+    """``params`` (one network's, or an ensemble's stacked ``[N, ...]``) as FlashSAC keeps them
+    after a step: unit layers' weight rows l2-normalised, each batch normalisation's scale and
+    shift (``*_bn.weight``, ``*_bn.bias``) and the RMSNorm's scale rescaled to the norm
+    ``sqrt(features)``; everything else (the actor's head, biases, buffers) as it is."""
+    out = dict(params)
+    for name, value in params.items():
+        if name.endswith(UNIT_WEIGHTS):
+            out[name] = F.normalize(value, dim=-1, eps=EPS)
+        elif name.endswith(RMS_SCALE):
+            out[name], = _to_sqrt_dim(value)
+        elif name.endswith(BN_SCALE):
+            shift = name[: -len("weight")] + "bias"
+            out[name], out[shift] = _to_sqrt_dim(value, params[shift])
+    return out
+
+
+FLASHSAC = register(Network(
+    "flashsac", lambda in_dim, out_dim, sizes, options, part: flashsac(in_dim, out_dim, sizes,
+                                                                       part),
+    check=equal_widths, post_step=normalize_parameters,
+    help="FlashSAC's batch-normalised inverted residual blocks, unit-norm weights (Kim et al. "
+         "2026)"))
