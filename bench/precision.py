@@ -2,7 +2,7 @@
 eager and compiled, against its matrix-product FLOPs at the GEMM rate measured in the same run
 for that precision:
 
-    python bench/precision.py [--presets sac,crossq,tqc,simba,simbav2,bro]
+    python bench/precision.py [--presets sac,crossq,tqc,simba,simbav2,flashsac,bro]
                               [--env-id HalfCheetah-v5] [--write]
 
 Sizes: the preset's settings for the task (HalfCheetah-v5: 17 observations, 6 actions) and its
@@ -42,7 +42,7 @@ def gemm_rate(rows: int, width: int, dtype) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--presets", default="sac,crossq,tqc,simba,simbav2,bro")
+    parser.add_argument("--presets", default="sac,crossq,tqc,simba,simbav2,flashsac,bro")
     parser.add_argument("--env-id", default="HalfCheetah-v5")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()

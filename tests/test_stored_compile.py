@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 import funcsac
 from funcsac.driver.run.agents import stack, vmap_agents
 import torch.utils._cxx_pytree as cxx_pytree
-from funcsac.compile.store import store_dir, store_key
+from funcsac.compile.store import _load, store_dir, store_key
 from funcsac.compile.stored import _output_structure, _with_static, artifact_key, compile_stored
 from helpers import TINY, eval_rows, make_batch, small_config
 
@@ -66,20 +66,19 @@ def test_stored_update_equals_eager_step_after_step(stored):
 
 def test_0d_float64_inputs_are_stored_and_give_eagers_numbers(tmp_path, recwarn):
     """The return's running statistics (0-d float64 tensors, as a float64 agent's
-    hyperparameters, which an ahead-of-time compile cannot take as they are) go in as [1]."""
+    hyperparameters, which an ahead-of-time compile cannot take as they are) go in as [1]: the
+    batch a stored ``prepare`` normalises with them (the first part of every update) is
+    eager's."""
     from funcsac.normalize import observe
-    cfg = small_config(scale_rewards=True, return_bound=0.5)
+    from funcsac.updates import prepare
+    cfg = small_config(scale_rewards=True, return_bound=0.5, normalize_obs=True)
     state, batch = funcsac.init_state(cfg, seed=0), make_batch(cfg, seed=1)
     returns = torch.linspace(-3.0, 2.0, 8, dtype=torch.float64)
-    state = observe(state, torch.zeros(8, cfg.obs_dim), returns, torch.ones(8, dtype=bool))
-    fn = compile_stored(funcsac.update, (state, batch), "test-float64", tmp_path)
+    state = observe(state, torch.randn(8, cfg.obs_dim), returns, torch.ones(8, dtype=bool))
+    assert any(x.dim() == 0 and x.dtype == torch.float64 for x in _leaves(state.norm))
+    fn = compile_stored(prepare, (state, batch), "test-float64", tmp_path)
     assert isinstance(fn, funcsac.compile.stored.StoredFunction), [str(w.message) for w in recwarn]
-    eager = compiled = state
-    for _ in range(2):
-        eager, eager_metrics = funcsac.update(eager, batch)
-        compiled, metrics = fn(compiled, batch)
-    assert compiled.log_alpha.shape == () and compiled.step.shape == ()
-    for x, y in zip(_leaves((compiled, metrics)), _leaves((eager, eager_metrics))):
+    for x, y in zip(_leaves(fn(state, batch)), _leaves(prepare(state, batch))):
         assert x.shape == y.shape and x.dtype == y.dtype
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
 
@@ -260,18 +259,23 @@ class _Planted:
 
 def test_a_damaged_or_planted_file_runs_nothing_and_is_compiled_again(tmp_path):
     """A file at an artifact's path that this store did not sign (damaged, or a pickle planted
-    unsigned or signed with another key) is removed unread and compiled again."""
+    unsigned or signed with another key) is removed unread; the last one met by
+    ``compile_stored``, which compiles again."""
     x, store, marker = torch.arange(4.0), tmp_path / "store", tmp_path / "planted-code-ran"
     assert not compile_stored(_double, (x,), "double", store).loaded
+    (path,) = store.glob("double-*.pt2")
     payload = pickle.dumps(_Planted(str(marker)))
     for damage in (b"not a compiled function", payload,
                    hmac.new(os.urandom(32), payload, hashlib.sha256).digest() + payload):
-        (path,) = store.glob("double-*.pt2")
         path.write_bytes(damage)
         with pytest.warns(UserWarning, match="not signed with this store's key.*removed"):
-            again = compile_stored(_double, (x,), "double", store)
-        assert not marker.exists()
-        assert not again.loaded and torch.equal(again(x), x * 2)
+            assert _load(path, store_key(store)) is None
+        assert not marker.exists() and not path.exists()
+    path.write_bytes(damage)
+    with pytest.warns(UserWarning, match="not signed with this store's key.*removed"):
+        again = compile_stored(_double, (x,), "double", store)
+    assert not marker.exists()
+    assert not again.loaded and torch.equal(again(x), x * 2)
     assert compile_stored(_double, (x,), "double", store).loaded
 
 
