@@ -3,7 +3,7 @@ eager and compiled, against its matrix-product FLOPs at the GEMM rate measured i
 for that precision:
 
     python bench/precision.py [--presets sac,crossq,tqc,simba,simbav2,flashsac,bro]
-                              [--env-id HalfCheetah-v5] [--write]
+                              [--precisions fp32,bf16] [--env-id HalfCheetah-v5] [--write]
 
 Sizes: the preset's settings for the task (HalfCheetah-v5: 17 observations, 6 actions) and its
 batch. A row is one gradient step (the actor's too); per env step is that times the preset's
@@ -43,6 +43,8 @@ def gemm_rate(rows: int, width: int, dtype) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presets", default="sac,crossq,tqc,simba,simbav2,flashsac,bro")
+    parser.add_argument("--precisions", default="fp32,bf16",
+                        help="fp32 alone on a CPU without bf16 products (bf16 is emulated there)")
     parser.add_argument("--env-id", default="HalfCheetah-v5")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
@@ -50,7 +52,7 @@ def main() -> None:
     torch._dynamo.config.cache_size_limit = 64  # one compiled update per row
     rows = {}
     for name in args.presets.split(","):
-        for precision in ("fp32", "bf16"):
+        for precision in args.precisions.split(","):
             cfg, settings = preset_config(name, args.env_id, precision)
             state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg, settings.batch_size)
             eager = stepper(funcsac.update, state, batch)
@@ -68,7 +70,8 @@ def main() -> None:
             row["times"][1].append(median_us(row["compiled"], 2, 10) / 1e3)
             row["rates"].append(gemm_rate(*row["shape"], row["dtype"]))
     lines = [f"Each preset's gradient step at its published widths, HalfCheetah sizes (17/6), its "
-             f"batch (`python bench/precision.py --presets {args.presets}`; {machine()}, CPU "
+             f"batch (`python bench/precision.py --presets {args.presets} --precisions "
+             f"{args.precisions}`; {machine()}, CPU "
              f"flags: {_bf16_flags()}; medians of {ROUNDS} interleaved rounds). Bound: the "
              "step's product FLOPs at the GEMM rate measured for the widest layer's shape in "
              "that precision; per env step: compiled times utd.", "",
