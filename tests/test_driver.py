@@ -1,6 +1,7 @@
 """The training driver: transitions, buffer, reproducibility, resume, errors, learning."""
 import csv
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,6 +130,24 @@ def test_config_file_and_flags(tmp_path):
     assert saved["hidden_sizes"] == [8, 8] and saved["agent"]["target_entropy"] == -1.0
     assert main(["plot", str(tmp_path / "run")]) == 0
     assert (tmp_path / "run" / "curve.png").stat().st_size > 0
+
+
+def test_the_docs_example_config_file_names_its_preset(tmp_path):
+    """docs/examples/flashsac-hopper.toml through the command line, shrunk by flags: the
+    file's preset key brings the preset's settings, the file's keys and the flags win over it."""
+    path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "flashsac-hopper.toml"
+    run = tmp_path / "run"
+    assert main(["train", "--config", str(path), "--run-dir", str(run), "--total-steps", "30",
+                 "--learning-starts", "20", "--batch-size", "8", "--num-seeds", "1",
+                 "--hidden-sizes", "8", "8", "--actor-hidden-sizes", "8", "8",
+                 "--eval-every", "0", "--checkpoint-every", "0", "--no-compile",
+                 "--no-progress"]) == 0
+    import json
+    saved = json.loads((run / "config.json").read_text())
+    assert (saved["env_id"], saved["algorithm"], saved["network"], saved["noise_hold"]) == (
+        "Hopper-v5", "flashsac", "flashsac", 2.0)
+    assert (saved["total_steps"], saved["hidden_sizes"], saved["lr_decay_shape"]) == (
+        30, [8, 8], "cosine")
 
 
 def test_pendulum_learns(tmp_path):

@@ -16,8 +16,9 @@ from funcsac.batch_renorm import BatchNorm, batch_renorm
 from funcsac.noise import held_noise, hold_lengths
 from funcsac.optim import decayed_lr
 from funcsac.unit_norm import flashsac, normalize_parameters
-from helpers import (BACKENDS, assert_compiled_equals_eager, assert_vmap_equals_loop,
-                     make_batch, reordered, small_config)
+from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
+                     assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch, reordered,
+                     small_config)
 from reference import RefFlashNet, ReferenceFlashSAC, check_steps
 
 F64 = torch.float64
@@ -267,6 +268,32 @@ def test_the_driver_trains_it_with_held_noise(tmp_path):
     state = funcsac.load(run).state
     assert int(state.critic_opt.count) == 201 and int(state.actor_opt.count) == 101
     assert all(torch.isfinite(x).all() for x in optree.tree_leaves(state, namespace="funcsac"))
+
+
+def test_a_run_with_held_noise_resumes_exactly(tmp_path, monkeypatch):
+    """Crashed at its evaluation at 400 (within a noise block, mid-hold) and resumed: the same
+    evaluations and the same final state as a run that went through."""
+    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("flashsac"), **TINY,
+                                 "actor_hidden_sizes": (8, 8), "env_id": "Pendulum-v1",
+                                 "total_steps": 600, "learning_starts": 200, "eval_every": 200,
+                                 "checkpoint_every": 200, "seed": 2})
+    first = funcsac.train(cfg, tmp_path / "a")
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 400)
+    assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
+    assert_states_equal(resumed.state, first.state)
+
+
+@pytest.mark.slow
+def test_flashsac_preset_learns_inverted_pendulum(tmp_path):
+    """The flashsac preset with small networks (critics 32 wide, actor 16, 2 blocks each) and
+    1,000 random steps balances InvertedPendulum-v5 (1,000 steps) within 10,000 env steps."""
+    cfg = funcsac.TrainConfig.from_dict({
+        **funcsac.presets.preset("flashsac"), "env_id": "InvertedPendulum-v5",
+        "total_steps": 10_000, "learning_starts": 1000, "eval_every": 1000, "eval_episodes": 3,
+        "batch_size": 128, "hidden_sizes": (32, 32), "actor_hidden_sizes": (16, 16),
+        "compile": False, "progress": False, "seed": 1})
+    result = funcsac.train(cfg, tmp_path)
+    assert max(e.return_mean for e in result.evals) >= 1000, [e.return_mean for e in result.evals]
 
 
 @pytest.mark.slow

@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_settings(parser) -> None:
     """--config, --preset and a flag per setting (``funcsac.driver.config.settings``)."""
-    parser.add_argument("--config", help="TOML or JSON file of settings (flags override it)")
+    parser.add_argument("--config", help="TOML or JSON file of settings (flags override it; a "
+                        "preset key names a preset, as --preset)")
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help=f"a named configuration, one of {', '.join(sorted(PRESETS))} (give "
                              f"{', '.join(sorted(NEEDS_OFFLINE_DATA))} --offline-data too); "
@@ -153,17 +154,18 @@ def _train_config(args) -> TrainConfig:
         values = json.loads(saved.read_text())
         values.pop("agent", None)
     given = load_config_file(args.config) if args.config else {}
+    named = args.preset or given.pop("preset", None)  # the flag, or the config file's key
     given.update({name: getattr(args, name) for name in settings() if hasattr(args, name)})
-    if args.preset:  # its per-task values for the env the run will have
+    if named:  # its per-task values for the env the run will have
         env_id = given.get("env_id", values.get("env_id", TrainConfig.field_defaults()["env_id"]))
-        values.update(preset(args.preset, env_id))
-        for setting, line in per_task_choices(args.preset, env_id).items():
+        values.update(preset(named, env_id))
+        for setting, line in per_task_choices(named, env_id).items():
             if setting not in given:  # a flag or the config file sets it otherwise
                 print(f"funcsac: {line}")
     values.update(given)
     data = values.get("offline_data")
-    if args.preset in NEEDS_OFFLINE_DATA and not data:
-        raise ValueError(f"--preset {args.preset} needs --offline-data PATH (a .npz from "
+    if named in NEEDS_OFFLINE_DATA and not data:
+        raise ValueError(f"--preset {named} needs --offline-data PATH (a .npz from "
                          "`funcsac collect` or a Minari dataset)")
     if data and isinstance(data, str):  # absolute: found by --resume and Tune trials elsewhere
         values["offline_data"] = str(Path(data).expanduser().absolute())
