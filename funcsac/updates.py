@@ -4,9 +4,9 @@ Order (as in jaxrl): critic step, polyak target update, actor step against the n
 temperature step on the actor's log-probs; an algorithm with ``actor_first`` (SimBa's) takes the
 actor's and the temperature's steps first and the critics' against them (against the old ones
 where the actor is not due). The actor and the temperature change only every ``policy_delay``
-steps, chosen with tensor arithmetic so that one
-compiled graph serves every step; a caller that knows the step (the driver) calls
-``update.critic_update`` where the actor is not due, and computes nothing in vain.
+steps, chosen with tensor arithmetic so that one compiled graph serves every step; a caller that
+knows the step (the driver) calls ``update.critic_update`` where the actor is not due, and
+computes nothing in vain.
 All randomness comes from ``state.key``. Gradients, Adam and the polyak average cover the trainable
 parameters only (``Static.actor_trainable``, ``Static.critic_trainable``); buffers change only as
 a loss returns their new values. ``critic_step`` and ``actor_step`` are the two halves, which

@@ -271,14 +271,14 @@ def test_the_driver_trains_it_with_held_noise(tmp_path):
 
 
 def test_a_run_with_held_noise_resumes_exactly(tmp_path, monkeypatch):
-    """Crashed at its evaluation at 400 (within a noise block, mid-hold) and resumed: the same
+    """Crashed at its evaluation at 200 (within a noise block, mid-hold) and resumed: the same
     evaluations and the same final state as a run that went through."""
     cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("flashsac"), **TINY,
                                  "actor_hidden_sizes": (8, 8), "env_id": "Pendulum-v1",
-                                 "total_steps": 600, "learning_starts": 200, "eval_every": 200,
-                                 "checkpoint_every": 200, "seed": 2})
+                                 "total_steps": 300, "learning_starts": 100, "eval_every": 100,
+                                 "checkpoint_every": 100, "seed": 2})
     first = funcsac.train(cfg, tmp_path / "a")
-    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 400)
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 200)
     assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
     assert_states_equal(resumed.state, first.state)
 

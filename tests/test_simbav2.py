@@ -13,8 +13,9 @@ import funcsac
 from funcsac.hyperspherical import SimbaV2Net, project_weights
 from funcsac.normalize import observe, scale_reward
 from funcsac.optim import decayed_lr
-from helpers import (BACKENDS, assert_compiled_equals_eager, assert_vmap_equals_loop,
-                     make_batch, reordered, small_config)
+from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
+                     assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch, reordered,
+                     small_config)
 from reference import ReferenceSimbaV2, assert_params_match, check_steps
 
 F64 = torch.float64
@@ -233,6 +234,33 @@ def test_the_driver_trains_it_with_the_bound_and_the_decay(tmp_path):
     assert float(state.norm["return_max"]) > 0
     assert int(state.critic_opt.count) == 2 * 201  # UTD 2 at env steps 100, 101, ..., 300
     assert all(torch.isfinite(x).all() for x in optree.tree_leaves(state, namespace="funcsac"))
+
+
+def test_a_run_with_the_bound_and_the_decay_resumes_exactly(tmp_path, monkeypatch):
+    """Crashed at its evaluation at 200 and resumed: the same evaluations and final state
+    (the return's statistics and its largest |value| among them) as a run that went through."""
+    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("simbav2"), **TINY,
+                                 "actor_hidden_sizes": (8,), "env_id": "Pendulum-v1",
+                                 "total_steps": 300, "learning_starts": 100, "eval_every": 100,
+                                 "checkpoint_every": 100, "lr_decay_steps": 250, "seed": 2})
+    first = funcsac.train(cfg, tmp_path / "a")
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 200)
+    assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
+    assert_states_equal(resumed.state, first.state)
+
+
+@pytest.mark.slow
+def test_simbav2_preset_learns_inverted_pendulum(tmp_path):
+    """The simbav2 preset with small networks (critics 64 wide with 2 blocks, actor 32 with 1)
+    and 1,000 random steps balances InvertedPendulum-v5 (1,000 steps) within 10,000 env steps
+    (at 5,000 its best evaluation was 135)."""
+    cfg = funcsac.TrainConfig.from_dict({
+        **funcsac.presets.preset("simbav2"), "env_id": "InvertedPendulum-v5",
+        "total_steps": 10_000, "learning_starts": 1000, "eval_every": 1000, "eval_episodes": 3,
+        "hidden_sizes": (64, 64), "actor_hidden_sizes": (32,), "compile": False,
+        "progress": False, "seed": 1})
+    result = funcsac.train(cfg, tmp_path)
+    assert max(e.return_mean for e in result.evals) >= 1000, [e.return_mean for e in result.evals]
 
 
 @pytest.mark.slow
