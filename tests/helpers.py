@@ -73,6 +73,19 @@ def crash_then_resume(config, run_dir, monkeypatch, step):
     return funcsac.train(config, run_dir, resume=True)
 
 
+def assert_preset_resumes_exactly(name, tmp_path, monkeypatch, **overrides) -> None:
+    """The preset ``name`` (TINY's sizes, ``overrides`` over them) on Pendulum-v1 for 300 steps,
+    crashed at its evaluation at 200 and resumed: the same evaluations and final state as a run
+    that went through."""
+    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset(name), **TINY, "env_id": "Pendulum-v1",
+                                 "total_steps": 300, "learning_starts": 100, "eval_every": 100,
+                                 "checkpoint_every": 100, "seed": 2, **overrides})
+    first = funcsac.train(cfg, tmp_path / "a")
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 200)
+    assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
+    assert_states_equal(resumed.state, first.state)
+
+
 def assert_states_equal(a, b) -> None:
     """Every tensor of two states is bit-identical."""
     for x, y in zip(torch.utils._pytree.tree_leaves(a), torch.utils._pytree.tree_leaves(b)):

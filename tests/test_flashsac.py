@@ -16,9 +16,8 @@ from funcsac.batch_renorm import BatchNorm, batch_renorm
 from funcsac.noise import held_noise, hold_lengths
 from funcsac.optim import decayed_lr
 from funcsac.unit_norm import flashsac, normalize_parameters
-from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
-                     assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch, reordered,
-                     small_config)
+from helpers import (BACKENDS, assert_compiled_equals_eager, assert_preset_resumes_exactly,
+                     assert_vmap_equals_loop, make_batch, reordered, small_config)
 from reference import RefFlashNet, ReferenceFlashSAC, check_steps
 
 F64 = torch.float64
@@ -273,14 +272,7 @@ def test_the_driver_trains_it_with_held_noise(tmp_path):
 def test_a_run_with_held_noise_resumes_exactly(tmp_path, monkeypatch):
     """Crashed at its evaluation at 200 (within a noise block, mid-hold) and resumed: the same
     evaluations and the same final state as a run that went through."""
-    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("flashsac"), **TINY,
-                                 "actor_hidden_sizes": (8, 8), "env_id": "Pendulum-v1",
-                                 "total_steps": 300, "learning_starts": 100, "eval_every": 100,
-                                 "checkpoint_every": 100, "seed": 2})
-    first = funcsac.train(cfg, tmp_path / "a")
-    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 200)
-    assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
-    assert_states_equal(resumed.state, first.state)
+    assert_preset_resumes_exactly("flashsac", tmp_path, monkeypatch, actor_hidden_sizes=(8, 8))
 
 
 @pytest.mark.slow

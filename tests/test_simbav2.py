@@ -13,9 +13,8 @@ import funcsac
 from funcsac.hyperspherical import SimbaV2Net, project_weights
 from funcsac.normalize import observe, scale_reward
 from funcsac.optim import decayed_lr
-from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
-                     assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch, reordered,
-                     small_config)
+from helpers import (BACKENDS, assert_compiled_equals_eager, assert_preset_resumes_exactly,
+                     assert_vmap_equals_loop, make_batch, reordered, small_config)
 from reference import ReferenceSimbaV2, assert_params_match, check_steps
 
 F64 = torch.float64
@@ -239,14 +238,8 @@ def test_the_driver_trains_it_with_the_bound_and_the_decay(tmp_path):
 def test_a_run_with_the_bound_and_the_decay_resumes_exactly(tmp_path, monkeypatch):
     """Crashed at its evaluation at 200 and resumed: the same evaluations and final state
     (the return's statistics and its largest |value| among them) as a run that went through."""
-    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset("simbav2"), **TINY,
-                                 "actor_hidden_sizes": (8,), "env_id": "Pendulum-v1",
-                                 "total_steps": 300, "learning_starts": 100, "eval_every": 100,
-                                 "checkpoint_every": 100, "lr_decay_steps": 250, "seed": 2})
-    first = funcsac.train(cfg, tmp_path / "a")
-    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 200)
-    assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
-    assert_states_equal(resumed.state, first.state)
+    assert_preset_resumes_exactly("simbav2", tmp_path, monkeypatch, actor_hidden_sizes=(8,),
+                                  lr_decay_steps=250)
 
 
 @pytest.mark.slow
