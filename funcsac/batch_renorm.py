@@ -78,28 +78,28 @@ def batch_renorm(layer: Union[BatchRenorm, BatchNorm], params: Dict[str, torch.T
         y = (x - mean) * torch.rsqrt(var + layer.eps)
         return y * get("weight") + get("bias"), None
     batch_mean, batch_var = x.mean(0), x.var(0, correction=0)
-    m = layer.momentum
-    if not layer.renorm:
-        y = (x - batch_mean) * torch.rsqrt(batch_var + layer.eps) * get("weight") + get("bias")
-        running_var = batch_var.detach() * (x.shape[0] / (x.shape[0] - 1))
-        new = {"running_mean": mean + m * (batch_mean.detach() - mean),
-               "running_var": var + m * (running_var - var)}
-        return y, {prefix + k: v for k, v in new.items()}
-    with torch.no_grad():
-        running_std = torch.sqrt(var + layer.eps)
-        warm = get("steps") >= layer.warmup_steps
-        r = torch.where(warm, (torch.sqrt(batch_var + layer.eps) / running_std).clamp(
-            1.0 / layer.r_max, layer.r_max), 1.0)
-        d = torch.where(warm, ((batch_mean - mean) / running_std).clamp(-layer.d_max, layer.d_max),
-                        0.0)
-    renorm_mean = batch_mean - d * _sqrt(batch_var) / r
-    y = (x - renorm_mean) * torch.rsqrt(batch_var / r.square() + layer.eps)
+    if layer.renorm:
+        with torch.no_grad():
+            running_std = torch.sqrt(var + layer.eps)
+            warm = get("steps") >= layer.warmup_steps
+            r = torch.where(warm, (torch.sqrt(batch_var + layer.eps) / running_std).clamp(
+                1.0 / layer.r_max, layer.r_max), 1.0)
+            d = torch.where(warm, ((batch_mean - mean) / running_std).clamp(
+                -layer.d_max, layer.d_max), 0.0)
+        renorm_mean = batch_mean - d * _sqrt(batch_var) / r
+        y = (x - renorm_mean) * torch.rsqrt(batch_var / r.square() + layer.eps)
+    else:
+        y = (x - batch_mean) * torch.rsqrt(batch_var + layer.eps)
     y = y * get("weight") + get("bias")
+    seen_var = batch_var.detach()
+    if layer.unbiased:
+        seen_var = seen_var * (x.shape[0] / (x.shape[0] - 1))
+    m = layer.momentum
     new = {"running_mean": mean + m * (batch_mean.detach() - mean),
-           "running_var": var + m * (batch_var.detach() - var),
-           "steps": get("steps") + 1}
+           "running_var": var + m * (seen_var - var)}
+    if layer.renorm:
+        new["steps"] = get("steps") + 1
     return y, {prefix + k: v for k, v in new.items()}
-
 
 def _sqrt(x: torch.Tensor) -> torch.Tensor:
     """``sqrt(x)`` for ``x >= 0`` with a zero gradient where ``x`` is 0 (a feature constant over
