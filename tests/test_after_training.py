@@ -123,6 +123,15 @@ def test_load_refuses_what_is_not_a_run(tmp_path, trained, capsys):
     assert "not a funcsac run checkpoint" in capsys.readouterr().err
 
 
+def test_a_run_stopped_before_its_first_evaluation_returns_without_one(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="funcsac"):
+        result = funcsac.train(RUN, tmp_path, callbacks=[lambda report: report.step >= 100])
+    assert result.stopped_early and result.evals == [] and result.state.step.item() == 0
+    assert not (tmp_path / "curve.png").exists() and (tmp_path / "checkpoint.pt").is_file()
+    assert "100 env steps x 1 agent(s), 0 updates each" in caplog.text
+    assert "no evaluation yet" in caplog.text
+
+
 def test_a_callback_stops_the_run_and_resume_finishes_it(tmp_path):
     seen = []
 

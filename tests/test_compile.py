@@ -60,7 +60,7 @@ def test_compile_update_helper_and_max_autotune_mode():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-def test_reduce_overhead_feeds_outputs_back_safely():
+def test_cuda_graphs_feed_outputs_back_safely():
     cfg = small_config(device="cuda")
     step = funcsac.compile_update(mode="reduce-overhead")
     eager = compiled = funcsac.init_state(cfg, seed=0)

@@ -286,12 +286,13 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
         finally:
             run.close()
     p, stopped_early = run.progress, run.recorder.stopped
-    final = np.mean([e.return_mean for e in p.evals[-len(run.agents):]])
+    final = (f"final eval return {np.mean([e.return_mean for e in p.evals[-len(run.agents):]]):.1f}"
+             if p.evals else "no evaluation yet")
     steps = (f"{p.env_step} env steps" if config.action_repeat == 1 else
              f"{p.env_step} agent steps ({p.env_step * config.action_repeat} env steps)")
     with showing_status():
         LOGGER.info(f"{steps} x {len(run.agents)} agent(s), {p.updates} updates each in "
-                    f"{time.perf_counter() - run.start:.1f} s; final eval return {final:.1f}\n"
+                    f"{time.perf_counter() - run.start:.1f} s; {final}\n"
                     f"{run.timings.summary()}")
         if stopped_early:
             LOGGER.info("stopped by a callback; continue with --resume")

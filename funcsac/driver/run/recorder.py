@@ -121,7 +121,10 @@ class Recorder:
         return rows
 
     def plot(self) -> None:
-        """The eval curve to RUN_DIR/curve.png and to the boards."""
+        """The eval curve to RUN_DIR/curve.png and to the boards (none before the first
+        evaluation: a run a callback stopped early)."""
+        if not self.progress.evals:
+            return
         path = plot_runs([self.run_dir], self.run_dir / "curve.png")
         self.board.image("curve", path, self.progress.env_step)
 
