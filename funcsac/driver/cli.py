@@ -113,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="which agent of a run of several to roll out (default: 0)")
     collect.add_argument("--deterministic", action="store_true",
                          help="act with the policy's mean action instead of sampling")
-    plot = sub.add_parser("plot", help="plot eval return against steps for one or more runs")
-    plot.add_argument("run_dirs", nargs="+")
+    plot = sub.add_parser("plot", help="plot eval return against steps for one or more runs: "
+                          "one line per experiment, the seeds of runs that differ only in seed "
+                          "pooled as mean and spread")
+    plot.add_argument("run_dirs", nargs="+", help="run directories or glob patterns")
     plot.add_argument("--out", help="PNG path (default: curve.png in the first run directory)")
     return parser
 
@@ -215,9 +217,11 @@ def _collect(args) -> None:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from . import plot_runs, train
+    from .tools.plot import run_dirs_of
     try:
         if args.command == "plot":
-            out = plot_runs(args.run_dirs, args.out or Path(args.run_dirs[0]) / "curve.png")
+            out = plot_runs(args.run_dirs,
+                            args.out or run_dirs_of(args.run_dirs)[0] / "curve.png")
             print(f"wrote {out}")
         elif args.command == "tune":
             _tune(args)

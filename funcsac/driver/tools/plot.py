@@ -1,50 +1,114 @@
-"""Learning curves from run directories."""
+"""Learning curves from run directories, seeds pooled across them as a paper's figure pools them."""
 from __future__ import annotations
 
 import csv
+import glob
+import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
 _VALUES = {"step", "seed", "return_mean", "return_std", "episode_length_mean"}
+# settings that do not make a run another experiment: its seed, length, logging and compiling
+_NOT_THE_EXPERIMENT = {"seed", "num_seeds", "total_steps", "eval_every", "eval_episodes",
+                       "checkpoint_every", "log_every", "compile", "compile_in_background",
+                       "progress", "tensorboard", "wandb_project", "wandb_mode"}
 
 
-def read_curves(run_dir) -> dict:
-    """Eval curves of a run: ``{label: (steps, mean, spread)}``. One curve per sweep value; with
-    several seeds, mean and standard deviation across seeds, else the episodes' std."""
-    path = Path(run_dir) / "eval.csv"
+def run_dirs_of(patterns) -> list:
+    """The run directories that ``patterns`` (paths or glob patterns) name, in order, each once."""
+    dirs = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(str(pattern))) if glob.has_magic(str(pattern)) else [pattern]
+        if not matches:
+            raise ValueError(f"{pattern} matches no run directory")
+        dirs += [Path(m) for m in matches if Path(m) not in dirs]
+    return dirs
+
+
+def _experiment(run_dir: Path) -> tuple:
+    """What makes ``run_dir`` an experiment of its own: its settings but the seed, the length and
+    the logging (from its config.json; a directory without one is its own experiment)."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return (("run_dir", str(run_dir)),)
+    settings = json.loads(path.read_text())
+    return tuple(sorted((k, json.dumps(v)) for k, v in settings.items()
+                        if k not in _NOT_THE_EXPERIMENT))
+
+
+def _eval_rows(run_dir: Path) -> list:
+    path = run_dir / "eval.csv"
     if not path.is_file():
         raise ValueError(f"{run_dir} has no eval.csv: is it a funcsac run directory?")
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    groups = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        label = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
-        groups[label][int(float(r["step"]))].append((float(r["return_mean"]),
-                                                     float(r["return_std"])))
+        return list(csv.DictReader(f))
+
+
+def _name(members: list, settings: dict, differing: list) -> str:
+    """An experiment's name among others: the settings that differ, where they are few and not the
+    directory itself; else its directories' common name."""
+    if 0 < len(differing) <= 3 and "run_dir" not in settings:
+        return ", ".join(f"{k}={json.loads(settings[k]) if k in settings else None}"
+                         for k in differing)
+    names = [d.name for d in members]
+    common = Path(names[0]).name if len(names) == 1 else ""
+    for chars in zip(*names) if len(names) > 1 else ():
+        if len(set(chars)) > 1:
+            break
+        common += chars[0]
+    return common.rstrip("-_ ") or f"{names[0]} and {len(names) - 1} more"
+
+
+def read_curves(run_dirs) -> dict:
+    """Eval curves of one run directory or several: ``{label: (steps, mean, spread, seeds)}``.
+
+    Directories whose settings differ only in seed, length or logging are one experiment: their
+    seeds are pooled. One curve per experiment and sweep value: at each env step, the mean over
+    the seeds of each seed's mean episode return, and their standard deviation (with one seed,
+    that seed's episodes' std); ``seeds`` counts the seeds pooled. A label names the experiment
+    among the others (the settings that tell them apart, or its directories' common name; ``""``
+    for one) and the sweep value."""
+    dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
+    experiments = defaultdict(list)
+    for run_dir in dirs:
+        experiments[_experiment(run_dir)].append(run_dir)
+    differing = sorted(k for k in {k for key in experiments for k, _ in key}
+                       if len({dict(key).get(k) for key in experiments}) > 1)
+    groups = defaultdict(lambda: defaultdict(dict))  # label -> step -> (dir, seed) -> value
+    for key, members in experiments.items():
+        setting = _name(members, dict(key), differing) if len(experiments) > 1 else ""
+        for run_dir in members:
+            for r in _eval_rows(run_dir):
+                sweep = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
+                label = f"{setting} ({sweep})" if setting and sweep else setting or sweep
+                groups[label][int(float(r["step"]))][(str(run_dir), r.get("seed"))] = (
+                    float(r["return_mean"]), float(r["return_std"]))
     curves = {}
     for label, by_step in groups.items():
         steps = sorted(by_step)
-        values = [np.array(by_step[s]) for s in steps]
+        values = [np.array(list(by_step[s].values())) for s in steps]
         mean = [v[:, 0].mean() for v in values]
         spread = [v[:, 0].std() if len(v) > 1 else v[0, 1] for v in values]
-        curves[label] = (steps, mean, spread)
+        curves[label] = (steps, mean, spread, max(len(v) for v in values))
     return curves
 
 
 def plot_runs(run_dirs, out_path) -> Path:
-    """Eval return (mean, shaded spread) against env steps, one line per run and sweep value."""
+    """Eval return (mean, shaded spread) against env steps: one line per experiment and sweep
+    value, seeds pooled across the directories (``read_curves``); ``run_dirs`` may hold glob
+    patterns."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    dirs = run_dirs_of(run_dirs)
     fig, ax = plt.subplots(figsize=(6, 4))
-    for run_dir in run_dirs:
-        for label, (steps, mean, spread) in read_curves(run_dir).items():
-            name = Path(run_dir).name + (f" ({label})" if label else "")
-            ax.plot(steps, mean, marker="o", label=name)
-            ax.fill_between(steps, np.subtract(mean, spread), np.add(mean, spread), alpha=0.2)
+    for label, (steps, mean, spread, seeds) in read_curves(dirs).items():
+        name = label or (dirs[0].name if len(dirs) == 1 else f"{len(dirs)} runs")
+        ax.plot(steps, mean, marker="o", label=f"{name}, {seeds} seed{'s' * (seeds > 1)}")
+        ax.fill_between(steps, np.subtract(mean, spread), np.add(mean, spread), alpha=0.2)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("eval return")
     ax.grid(alpha=0.3)
