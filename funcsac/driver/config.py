@@ -17,18 +17,19 @@ from ..config import SACConfig
 from ..registry import POLICIES, ROOMS, room_help, setting
 from ..state import HParams
 from .envs.make import Pixels
+from .factories import FACTORY_FIELDS, import_factory
 from .validate import check_train_config
 
 # the agent's shared settings: SACConfig's fields with help (the rest come from the environment,
 # are code, or are the run's: device and dtype, as strings)
 AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if "help" in f.metadata]
 
-# settings a resumed run may change: its length, logging, the permission to learn from another
-# environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
-# ones)
 # settings a config may leave to the environment (None: the policy family's default,
 # ``TrainConfig.for_env``)
 ENV_SETTLED = ("n_step", "learning_starts")
+# settings a resumed run may change: its length, logging, the permission to learn from another
+# environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
+# ones)
 RESUME_MAY_CHANGE = ({"total_steps", "eval_every", "eval_episodes", "checkpoint_every",
                       "log_every", "compile", "compile_in_background", "progress",
                       "tensorboard", "wandb_project", "wandb_mode", "offline_any_env"}
@@ -76,6 +77,15 @@ class RunSettings:
         "total_steps counts the agent's steps")
     image_features: int = setting(
         50, "with pixels: the encoder's features, which the actor and the critics take")
+    actor_factory: str = setting(
+        "", "MODULE:FUNCTION or FILE.py:FUNCTION building the actor, "
+        "FUNCTION(input_dim, act_dim, hidden_sizes) (SACConfig.actor_factory; '': the network's)")
+    critic_factory: str = setting(
+        "", "MODULE:FUNCTION or FILE.py:FUNCTION building one critic, "
+        "FUNCTION(input_dim, act_dim, hidden_sizes) (SACConfig.critic_factory; '': the network's)")
+    encoder_factory: str = setting(
+        "", "with pixels: MODULE:FUNCTION or FILE.py:FUNCTION building the encoder, "
+        "FUNCTION(image_shape, features) (SACConfig.encoder_factory; '': the encoder's)")
     buffer_size: int = setting(1_000_000, "replay buffer capacity in transitions")
     batch_size: int = setting(256, "transitions per gradient step")
     learning_starts: Optional[int] = setting(
@@ -198,6 +208,8 @@ class _TrainConfigMethods:
         encoder's ``image_features`` take the place of ``obs_dim`` (and a ``state_dim`` vector
         goes beside them)."""
         fields = {f.name: getattr(self, f.name) for f in AGENT_FIELDS}
+        fields.update({name: import_factory(getattr(self, name), name)
+                       for name in FACTORY_FIELDS if getattr(self, name)})
         return SACConfig.of(obs_dim=self.image_features if image_shape else obs_dim,
                             act_dim=act_dim, policy=policy, device=self.device,
                             dtype=getattr(torch, self.dtype), image_shape=image_shape,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..platform.devices import check_device
+from .factories import FACTORY_FIELDS, check_factory_name
 from .run.agents import parse_sweep
 
 
@@ -18,6 +19,8 @@ def check_train_config(config) -> None:
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"TrainConfig.{name} must be true or false, got "
                              f"{getattr(config, name)!r}")
+    for name in FACTORY_FIELDS:
+        check_factory_name(getattr(config, name), name)
     if not config.env_id:
         raise ValueError("TrainConfig.env_id must name a gymnasium environment, got ''")
     check_device(config.device, "TrainConfig.device")
