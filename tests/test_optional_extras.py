@@ -11,7 +11,8 @@ import textwrap
 import pytest
 
 OPTIONAL = ["mujoco", "Box2D", "tensorboard", "wandb", "ray", "onnx", "onnxscript",
-            "onnxruntime", "moviepy", "minari", "sbx", "stable_baselines3", "torchrl", "jax"]
+            "onnxruntime", "moviepy", "minari", "sbx", "stable_baselines3", "torchrl", "jax",
+            "dm_control", "shimmy"]
 
 SCRIPT = textwrap.dedent("""
     import contextlib, io, json, sys, tempfile
@@ -37,6 +38,8 @@ SCRIPT = textwrap.dedent("""
     out["train"] = run(["train", "--run-dir", tmp + "/run"] + tiny)
     out["mujoco"] = run(["train", "--run-dir", tmp + "/hc", "--env-id", "HalfCheetah-v5"] + tiny)
     out["wandb"] = run(["train", "--run-dir", tmp + "/wb", "--wandb-project", "p"] + tiny)
+    out["dmc"] = run(["train", "--run-dir", tmp + "/dmc", "--env-id",
+                      "dm_control/cheetah-run-v0"] + tiny)
     out["tune"] = run(["tune", "--storage", tmp + "/tune", "--search",
                       "actor_lr=loguniform(1e-4,1e-3)"] + tiny)
     out["video"] = run(["evaluate", tmp + "/run", "--episodes", "1", "--video", tmp + "/v"])
@@ -60,7 +63,7 @@ def test_imports_helps_and_trains_without_optional_packages(bare):
     assert bare["train"][0] == 0, bare["train"][1]
 
 
-@pytest.mark.parametrize("feature,extra", [("mujoco", "mujoco"), ("wandb", "wandb"),
+@pytest.mark.parametrize("feature,extra", [("mujoco", "mujoco"), ("dmc", "dmc"), ("wandb", "wandb"),
                                            ("tune", "tune"), ("video", "video"),
                                            ("onnx", "export")])
 def test_a_missing_extra_is_named_in_one_line(bare, feature, extra):

@@ -80,7 +80,7 @@ def test_a_pixels_run_resumes_bit_for_bit_loads_and_acts(tmp_path, monkeypatch, 
 
     agent = funcsac.load(tmp_path / "straight")
     assert agent.state.config.state_dim == (3 if with_state else 0)
-    env = make_eval_env("Pendulum-v1", pixels=Pixels(16, 2, with_state, 1 + with_state))
+    env = make_eval_env("Pendulum-v1", pixels=Pixels(16, 2, with_state), repeat=1 + with_state)
     try:
         obs, _ = env.reset(seed=0)
         action = agent.act(obs)
@@ -177,7 +177,6 @@ def test_a_dict_env_trains_and_its_agent_acts_on_its_observations(tmp_path):
     (dict(normalize_obs=True), "normalize_obs"),
     (dict(image_size=12), "image_size"),
     (dict(pixels=False, pixels_with_state=True), "pixels_with_state"),
-    (dict(pixels=False, action_repeat=2), "action_repeat"),
     (dict(action_repeat=0), "action_repeat"),
 ])
 def test_settings_a_pixels_run_cannot_take_are_refused(overrides, field):

@@ -16,6 +16,7 @@ from .. import registry
 from ..config import SACConfig
 from ..registry import POLICIES, ROOMS, room_help, setting
 from ..state import HParams
+from .envs.dmc import reference_action_repeat
 from .envs.make import Pixels
 from .factories import FACTORY_FIELDS, import_factory
 from .validate import check_train_config
@@ -26,7 +27,7 @@ AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if "help" in f.metadata
 
 # settings a config may leave to the environment (None: the policy family's default,
 # ``TrainConfig.for_env``)
-ENV_SETTLED = ("n_step", "learning_starts")
+ENV_SETTLED = ("n_step", "learning_starts", "action_repeat")
 # settings a resumed run may change: its length, logging, the permission to learn from another
 # environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
 # ones)
@@ -71,10 +72,11 @@ class RunSettings:
         "the actor and the critics take the encoder's features and the state)")
     image_size: int = setting(84, "with pixels: the side of a frame in pixels")
     frame_stack: int = setting(3, "with pixels: frames stacked into one observation")
-    action_repeat: int = setting(
-        1,
-        "with pixels: each action applied this many env steps, rewards summed (DrQ: 2 to 8); "
-        "total_steps counts the agent's steps")
+    action_repeat: Optional[int] = setting(
+        None,
+        "each action applied this many env steps, rewards summed; total_steps counts the "
+        "agent's steps (default: the references' for the task: DeepMind Control 2 from states "
+        "(SimbaV2), DrQ's 2, 4 or 8 from pixels; else 1)")
     image_features: int = setting(
         50, "with pixels: the encoder's features, which the actor and the critics take")
     actor_factory: str = setting(
@@ -218,10 +220,12 @@ class _TrainConfigMethods:
     def for_env(self, spec) -> "TrainConfig":
         """This config with the settings it leaves to the environment (``ENV_SETTLED``, those
         None) settled for ``spec`` (an ``EnvSpec``): the policy family's ``default_n_step`` (1
-        for image observations) and ``default_learning_starts``."""
+        for image observations) and ``default_learning_starts``, and the task's action repeat
+        (``repeat``)."""
         family = POLICIES[spec.policy]
         defaults = {"n_step": 1 if spec.image_shape else family.default_n_step,
-                    "learning_starts": family.default_learning_starts}
+                    "learning_starts": family.default_learning_starts,
+                    "action_repeat": self.repeat}
         return dataclasses.replace(self, **{k: v for k, v in defaults.items()
                                             if getattr(self, k) is None})
 
@@ -233,8 +237,15 @@ class _TrainConfigMethods:
     @property
     def pixel_settings(self):
         """The frames a ``pixels`` run observes (``envs.make.Pixels``), else ``None``."""
-        return (Pixels(self.image_size, self.frame_stack, self.pixels_with_state,
-                       self.action_repeat) if self.pixels else None)
+        return (Pixels(self.image_size, self.frame_stack, self.pixels_with_state)
+                if self.pixels else None)
+
+    @property
+    def repeat(self) -> int:
+        """Env steps per agent step: ``action_repeat``, or where it is None the references'
+        for the task (``envs.dmc.reference_action_repeat``)."""
+        return (self.action_repeat if self.action_repeat is not None
+                else reference_action_repeat(self.env_id, self.pixels)[0])
 
     @property
     def offline_rows(self) -> int:

@@ -72,16 +72,16 @@ def check_train_config(config) -> None:
 
 
 def _check_pixels(config) -> None:
-    """Frame sizes, and what pixel runs do not take: n-step returns, offline data, observation
-    normalisation (the replay buffer's memory is checked when the run starts)."""
-    for name in ("image_size", "frame_stack", "image_features", "action_repeat"):
+    """Frame sizes and the action repeat, and what pixel runs do not take: n-step returns,
+    offline data, observation normalisation (the replay buffer's memory is checked when the run
+    starts)."""
+    for name in ("image_size", "frame_stack", "image_features"):
         _positive_int(name, getattr(config, name))
+    if config.action_repeat is not None:
+        _positive_int("action_repeat", config.action_repeat)
     if config.pixels_with_state and not config.pixels:
         raise ValueError("TrainConfig.pixels_with_state needs pixels=True (the state goes beside "
                          "the frames)")
-    if config.action_repeat > 1 and not config.pixels:
-        raise ValueError(f"TrainConfig.action_repeat {config.action_repeat} needs pixels=True "
-                         "(it repeats actions between rendered frames)")
     if not config.pixels:
         return
     if config.image_size < 15:

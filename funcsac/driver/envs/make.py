@@ -10,25 +10,24 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from .dmc import FoldedSeed, is_dmc, register_dmc, render_kwargs
 from .raw import RawObservationEnv
 
 AutoresetMode = gym.vector.AutoresetMode
 
 
-ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d"}
+ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d", "dm_control": "dmc"}
 
 
 @dataclasses.dataclass(frozen=True)
 class Pixels:
     """Observations made of rendered frames: each ``size x size`` RGB, the last ``frames`` of
     them stacked along the channels, ``uint8 [3 * frames, size, size]``; with ``state``, dicts of
-    those frames (``"pixels"``) and the env's own observation (``"state"``). Each action is
-    applied ``repeat`` times (``ActionRepeat``)."""
+    those frames (``"pixels"``) and the env's own observation (``"state"``)."""
 
     size: int = 84
     frames: int = 3
     state: bool = False
-    repeat: int = 1
 
 
 class ActionRepeat(gym.Wrapper):
@@ -72,15 +71,12 @@ def _on_pixels(env: gym.Env, fn, space: gym.spaces.Box) -> gym.Env:
 
 def pixel_env(env: gym.Env, pixels: Pixels) -> gym.Env:
     """``env`` (made with ``render_mode="rgb_array"``) observed through its frames
-    (``Pixels``), its actions repeated; gymnasium's ``AddRenderObservation`` and
-    ``FrameStackObservation`` (the first frame repeated at a reset; of a dict, the latest
-    ``"state"`` is kept)."""
+    (``Pixels``); gymnasium's ``AddRenderObservation`` and ``FrameStackObservation`` (the first
+    frame repeated at a reset; of a dict, the latest ``"state"`` is kept)."""
     size, frames = pixels.size, pixels.frames
     if pixels.state and not isinstance(env.observation_space, gym.spaces.Box):
         raise ValueError(f"frames with the env's state need a Box observation space, got "
                          f"{env.observation_space}")
-    if pixels.repeat > 1:  # frames are rendered after the repeated steps
-        env = ActionRepeat(env, pixels.repeat)
     env = gym.wrappers.AddRenderObservation(env, render_only=not pixels.state)
     env = _on_pixels(env, lambda f: _resized(f, size),
                      gym.spaces.Box(0, 255, (size, size, 3), np.uint8))
@@ -100,17 +96,22 @@ def _latest(stacked: gym.spaces.Box) -> gym.spaces.Box:
     return gym.spaces.Box(stacked.low[-1], stacked.high[-1], dtype=stacked.dtype)
 
 
-def observed(env: gym.Env, pixels: Optional[Pixels] = None) -> gym.Env:
+def observed(env: gym.Env, pixels: Optional[Pixels] = None, repeat: int = 1) -> gym.Env:
     """``env`` as funcsac observes it: a ``Dict`` observation space as dict observations and
-    channels-last images channels first (``RawObservation``), then through its frames
-    (``pixel_env``) with ``pixels``."""
-    env = RawObservationEnv(env)
+    channels-last images channels first (``RawObservation``), each action applied ``repeat``
+    times (``ActionRepeat``), then through its frames (``pixel_env``, rendered after the repeated
+    steps) with ``pixels``."""
+    env = RawObservationEnv(FoldedSeed(env) if is_dmc(env.spec.id) else env)
+    if repeat > 1:
+        env = ActionRepeat(env, repeat)
     return env if pixels is None else pixel_env(env, pixels)
 
 
 def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
     """``gym.make``'s arguments for rendering frames: MuJoCo envs render at the frame size
     (headless, through EGL unless ``MUJOCO_GL`` says otherwise)."""
+    if is_dmc(env_id):
+        return render_kwargs(env_id, pixels.size)
     kwargs = {"render_mode": "rgb_array"}
     if "mujoco" in str(gym.spec(env_id).entry_point):
         os.environ.setdefault("MUJOCO_GL", "egl")
@@ -118,13 +119,15 @@ def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
     return kwargs
 
 
-def _make(env_id: str, pixels: Optional[Pixels] = None, **kwargs):
+def _make(env_id: str, pixels: Optional[Pixels] = None, repeat: int = 1, **kwargs):
+    register_dmc(env_id)
     try:
         if pixels is not None:
             kwargs.update(_render_kwargs(env_id, pixels))
         if "num_envs" in kwargs:
-            return gym.make_vec(env_id, wrappers=[lambda env: observed(env, pixels)], **kwargs)
-        return observed(gym.make(env_id, **kwargs), pixels)
+            return gym.make_vec(env_id, wrappers=[lambda env: observed(env, pixels, repeat)],
+                                **kwargs)
+        return observed(gym.make(env_id, **kwargs), pixels, repeat)
     except gym.error.DependencyNotInstalled as e:
         extra = next((x for k, x in ENV_EXTRAS.items() if k in str(e).lower()), None)
         hint = f"pip install 'funcsac[{extra}]'" if extra else "install what it names"
@@ -134,21 +137,25 @@ def _make(env_id: str, pixels: Optional[Pixels] = None, **kwargs):
 
 
 def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False,
-                    mode: str = "same-step", pixels: Optional[Pixels] = None):
+                    mode: str = "same-step", pixels: Optional[Pixels] = None, repeat: int = 1):
     """A vector env; ``mode`` "same-step" resets finished sub-environments within the step
     (``final_obs`` in the infos, no env step spent on resets), "next-step" on the next step;
-    each observed as ``observed`` says (through rendered frames with ``pixels``)."""
+    each observed as ``observed`` says (through rendered frames with ``pixels``, each action
+    ``repeat`` times)."""
     autoreset = AutoresetMode.SAME_STEP if mode == "same-step" else AutoresetMode.NEXT_STEP
-    return _make(env_id, pixels, num_envs=num_envs,
+    return _make(env_id, pixels, repeat, num_envs=num_envs,
                  vectorization_mode="async" if asynchronous else "sync",
                  vector_kwargs={"autoreset_mode": autoreset})
 
 
 def make_eval_env(env_id: str, render_mode: Optional[str] = None,
-                  pixels: Optional[Pixels] = None):
+                  pixels: Optional[Pixels] = None, repeat: int = 1):
     """A single environment for evaluation (rendering frames with ``render_mode="rgb_array"``,
-    as one with ``pixels`` always does)."""
-    return _make(env_id, pixels, **({"render_mode": render_mode} if render_mode else {}))
+    as one with ``pixels`` always does; each action ``repeat`` times)."""
+    kwargs = ({"render_mode": render_mode} if render_mode else {})
+    if render_mode and is_dmc(env_id) and pixels is None:
+        kwargs.update(render_kwargs(env_id, 480))  # video frames
+    return _make(env_id, pixels, repeat, **kwargs)
 
 
 def record_video(env, folder: Path, prefix: str):

@@ -1,5 +1,6 @@
-"""An environment's own observations as funcsac observes them: a ``Dict`` of 1-D Boxes and at
-most one ``uint8`` image becomes a vector (``"state"``), an image, or a dict of both
+"""An environment's own observations as funcsac observes them: a ``Dict`` of 1-D and 0-d Boxes
+(DeepMind Control's, through shimmy) and at most one ``uint8`` image becomes a vector
+(``"state"``), an image, or a dict of both
 (``"pixels"``, ``"state"``); images come channels first. The same function serves the
 environments a run trains on (``RawObservationEnv``) and a loaded agent given what its
 environment returns."""
@@ -18,8 +19,9 @@ def _image(space) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class RawObservation:
-    """How an env's own observation becomes funcsac's: a ``Dict``'s (``is_dict``) 1-D entries
-    ``vectors`` concatenated in this order as ``dtype``, and its image entry ``image``, or the
+    """How an env's own observation becomes funcsac's: a ``Dict``'s (``is_dict``) 1-D and 0-d
+    (``scalars``, each one number) entries ``vectors`` concatenated in this order as ``dtype``,
+    and its image entry ``image``, or the
     observation itself when it is an image (``image`` ``""``), moved channels first when
     ``channels_last``. Works on one observation or a batch (leading axes)."""
 
@@ -28,6 +30,7 @@ class RawObservation:
     channels_last: bool = False
     vectors: Tuple[str, ...] = ()
     dtype: str = "float32"
+    scalars: Tuple[str, ...] = ()
 
     @classmethod
     def of(cls, space) -> Optional["RawObservation"]:
@@ -40,15 +43,16 @@ class RawObservation:
             return None
         images = [k for k, s in space.items() if _image(s)]
         vectors = [k for k, s in space.items() if isinstance(s, gym.spaces.Box)
-                   and len(s.shape) == 1]
+                   and len(s.shape) <= 1]
         if len(images) > 1 or len(images) + len(vectors) != len(space.spaces) or not space.spaces:
             raise ValueError(f"unsupported Dict observation space {space}: funcsac takes 1-D "
-                             "Boxes and at most one uint8 image Box ([H, W, C] or [C, H, W])")
+                             "and 0-d Boxes and at most one uint8 image Box ([H, W, C] or "
+                             "[C, H, W])")
         dtype = np.result_type(*[space[k].dtype for k in vectors]) if vectors else np.float32
         image = space[images[0]] if images else None
         return cls(True, images[0] if images else None,
                    image is not None and image.shape[-1] < image.shape[0], tuple(vectors),
-                   np.dtype(dtype).name)
+                   np.dtype(dtype).name, tuple(k for k in vectors if space[k].shape == ()))
 
     def space(self, space) -> gym.Space:
         """The observation space of the converted observations of ``space``."""
@@ -59,7 +63,8 @@ class RawObservation:
                       if self.channels_last else image)
         if pixels is not None and not self.vectors:  # an image alone
             return pixels
-        state = gym.spaces.Box(*(np.concatenate([getattr(space[k], b) for k in self.vectors])
+        state = gym.spaces.Box(*(np.concatenate([np.reshape(getattr(space[k], b), -1)
+                                                 for k in self.vectors])
                                  for b in ("low", "high")), dtype=self.dtype)
         return state if pixels is None else gym.spaces.Dict({"pixels": pixels, "state": state})
 
@@ -71,12 +76,17 @@ class RawObservation:
 
         if not self.is_dict:
             return frame(obs)
-        state = (np.concatenate([np.asarray(obs[k], self.dtype) for k in self.vectors], -1)
+        state = (np.concatenate([self._entry(obs, k) for k in self.vectors], -1)
                  if self.vectors else None)
         if self.image is None:
             return state
         return frame(obs[self.image]) if state is None else {"pixels": frame(obs[self.image]),
                                                              "state": state}
+
+    def _entry(self, obs, key: str) -> np.ndarray:
+        """``obs[key]`` as ``dtype``, a scalar entry with an axis of one number added."""
+        x = np.asarray(obs[key], self.dtype)
+        return x[..., None] if key in self.scalars else x
 
     def fits(self, obs) -> bool:
         """Whether ``obs`` has this conversion's input layout: a dict of its keys, or (an image)
@@ -93,7 +103,8 @@ class RawObservation:
         if not values:
             return None
         return cls(bool(values["is_dict"]), values["image"], bool(values["channels_last"]),
-                   tuple(values["vectors"]), str(values["dtype"]))
+                   tuple(values["vectors"]), str(values["dtype"]),
+                   tuple(values.get("scalars", ())))
 
 
 class RawObservationEnv(gym.ObservationWrapper):

@@ -4,7 +4,8 @@ pickled object and a resumed sub-environment continues exactly where it stopped.
 A sub-environment is saved layer by layer, from the outermost wrapper to the base env. A layer is
 saveable when its class is registered (``register_env_state``); the built-in registrations cover
 gymnasium's classic-control envs, every MuJoCo env (the whole ``MjData``: the full integration
-state and the derived quantities an env may read before its next step) and the wrappers that
+state and the derived quantities an env may read before its next step), DeepMind Control's
+through shimmy (the physics, the model's arrays, the task's random state) and the wrappers that
 ``gymnasium.make`` adds, plus the normalising wrappers. Every base env's ``np_random`` is saved
 with it. A sub-environment with any unregistered layer is not saveable: on resume it starts a
 fresh episode, with a warning.
@@ -20,6 +21,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.wrappers.utils import RunningMeanStd
+
+from .dmc import FoldedSeed
 
 EnvData = Dict[str, object]
 
@@ -49,6 +52,7 @@ def register_env_state(cls: type, save: Callable[[object], EnvData],
 
 def _codec(layer) -> Optional[StateCodec]:
     _register_mujoco()
+    _register_dmc()
     return next((_CODECS[c] for c in type(layer).__mro__ if c in _CODECS), None)
 
 
@@ -124,30 +128,49 @@ def load_attributes(layer, data: EnvData) -> None:
         setattr(layer, k, v)
 
 
+def arrays_of(struct) -> Dict[str, np.ndarray]:
+    """Copies of every array field of a MuJoCo struct (``MjData``, ``MjModel``)."""
+    return {a: getattr(struct, a).copy() for a in dir(struct)
+            if not a.startswith("_") and isinstance(getattr(struct, a, None), np.ndarray)}
+
+
+def save_mjdata(data) -> EnvData:
+    """Every array of an ``MjData`` (the integration state: time, qpos, qvel, act, warm start,
+    controls, ...; and the derived quantities, such as body positions, that some envs read
+    before stepping) and its time."""
+    return {"time": float(data.time), "mjdata": arrays_of(data)}
+
+
+def load_mjdata(model, data, saved: EnvData) -> None:
+    """Restore ``save_mjdata``'s arrays into ``data``. Arrays whose size depends on the number of
+    contacts and constraints are outputs of the next step, and are skipped where the sizes
+    differ."""
+    import mujoco
+
+    mujoco.mj_resetData(model, data)
+    data.time = saved["time"]
+    load_arrays(data, saved["mjdata"], "MjData")
+
+
+def load_arrays(struct, arrays: Dict[str, np.ndarray], kind: str) -> None:
+    """Copy ``arrays`` into the same-named fields of ``struct`` where the shapes agree."""
+    for name, saved in arrays.items():
+        target = getattr(struct, name, None)
+        if target is None:
+            raise EnvStateError(f"{kind} has no field {name!r}: saved by another MuJoCo version")
+        if target.shape == saved.shape:
+            target[...] = saved
+
+
 def save_mujoco(env) -> EnvData:
-    """A MuJoCo env: its plain attributes and every array of its ``MjData`` (the integration
-    state: time, qpos, qvel, act, warm start, controls, ...; and the derived quantities, such as
-    body positions, that some envs read before stepping)."""
-    d = env.data
-    arrays = {a: getattr(d, a).copy() for a in dir(d)
-              if not a.startswith("_") and isinstance(getattr(d, a, None), np.ndarray)}
-    return {"attributes": save_attributes(env), "time": float(d.time), "mjdata": arrays}
+    """A MuJoCo env: its plain attributes and its ``MjData`` (``save_mjdata``)."""
+    return {"attributes": save_attributes(env), **save_mjdata(env.data)}
 
 
 def load_mujoco(env, data: EnvData) -> None:
-    """Restore ``save_mujoco``'s data. Arrays whose size depends on the number of contacts and
-    constraints are outputs of the next step, and are skipped where the sizes differ."""
-    import mujoco
-
+    """Restore ``save_mujoco``'s data."""
     load_attributes(env, data["attributes"])
-    mujoco.mj_resetData(env.model, env.data)
-    env.data.time = data["time"]
-    for name, saved in data["mjdata"].items():
-        target = getattr(env.data, name, None)
-        if target is None:
-            raise EnvStateError(f"MjData has no field {name!r}: saved by another MuJoCo version")
-        if target.shape == saved.shape:
-            target[...] = saved
+    load_mjdata(env.model, env.data, data)
 
 
 def save_frame_stack(layer) -> EnvData:
@@ -188,6 +211,35 @@ def _register_mujoco() -> None:
     module = sys.modules.get("gymnasium.envs.mujoco.mujoco_env")
     if module is not None and module.MujocoEnv not in _CODECS:
         register_env_state(module.MujocoEnv, save_mujoco, load_mujoco)
+
+
+def save_dmc(env) -> EnvData:
+    """A shimmy DeepMind Control env: the control loop's step count, the task's random state and
+    plain attributes, the physics' ``MjData`` and the ``MjModel`` arrays (tasks move targets in
+    the model at each episode's start)."""
+    inner = env._env
+    return {"step_count": inner._step_count, "reset_next_step": inner._reset_next_step,
+            "random": list(inner.task.random.get_state()), "task": save_attributes(inner.task),
+            "model": arrays_of(inner.physics.model.ptr), **save_mjdata(inner.physics.data.ptr)}
+
+
+def load_dmc(env, data: EnvData) -> None:
+    """Restore ``save_dmc``'s data into a fresh env of the same task."""
+    inner = env._env
+    physics = inner.physics
+    inner._step_count, inner._reset_next_step = data["step_count"], data["reset_next_step"]
+    inner.task.random.set_state(tuple(data["random"]))
+    load_attributes(inner.task, data["task"])
+    load_arrays(physics.model.ptr, data["model"], "MjModel")
+    load_mjdata(physics.model.ptr, physics.data.ptr, data)
+
+
+def _register_dmc() -> None:
+    """DeepMind Control envs' codec, once shimmy's wrapper is loaded (``envs.dmc`` loads it)."""
+    module = sys.modules.get("shimmy.dm_control_compatibility")
+    if module is not None and module.DmControlCompatibilityV0 not in _CODECS:
+        register_env_state(module.DmControlCompatibilityV0, save_dmc, load_dmc)
+        register_env_state(FoldedSeed, save_attributes, load_attributes)
 
 
 _register_builtins()

@@ -26,6 +26,7 @@ from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
 from ...state import SACState, reset_params
 from ..config import ENV_SETTLED, TrainConfig
+from ..envs.dmc import reference_action_repeat
 from ..envs.make import make_eval_env, make_vector_env
 from ..envs.spec import env_spec
 from ..envs.state import EnvStateError, restore_envs, save_envs
@@ -109,9 +110,10 @@ class Run:
         self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
         self.envs = make_vector_env(config.env_id, len(self.agents) * config.num_envs,
                                     config.async_envs, config.autoreset_mode,
-                                    config.pixel_settings)
+                                    config.pixel_settings, config.repeat)
         try:
-            self.eval_env = make_eval_env(config.env_id, pixels=config.pixel_settings)
+            self.eval_env = make_eval_env(config.env_id, pixels=config.pixel_settings,
+                                          repeat=config.repeat)
             self._setup(payload, callbacks)
         except BaseException:
             self.close()
@@ -121,9 +123,12 @@ class Run:
         self.spec = env_spec(self.envs, self.config.pixels)
         config, A, n = self.config.for_env(self.spec), len(self.agents), self.config.num_envs
         for name in ENV_SETTLED:
-            if getattr(config, name) != getattr(self.config, name):
-                LOGGER.info(f"{name} {getattr(config, name)}: the default of "
-                            f"{self.spec.policy} policies")
+            value = getattr(config, name)
+            if name == "action_repeat" and value != getattr(self.config, name) and value > 1:
+                LOGGER.info(f"action_repeat {value}: "
+                            f"{reference_action_repeat(config.env_id, config.pixels)[1]}")
+            elif name != "action_repeat" and value != getattr(self.config, name):
+                LOGGER.info(f"{name} {value}: the default of {self.spec.policy} policies")
         self.config = config
         if self.spec.image_shape and not config.pixels:
             check_image_run(config, f"{config.env_id}'s image observations")
@@ -288,8 +293,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
     p, stopped_early = run.progress, run.recorder.stopped
     final = (f"final eval return {np.mean([e.return_mean for e in p.evals[-len(run.agents):]]):.1f}"
              if p.evals else "no evaluation yet")
-    steps = (f"{p.env_step} env steps" if config.action_repeat == 1 else
-             f"{p.env_step} agent steps ({p.env_step * config.action_repeat} env steps)")
+    steps = (f"{p.env_step} env steps" if config.repeat == 1 else
+             f"{p.env_step} agent steps ({p.env_step * config.repeat} env steps)")
     with showing_status():
         LOGGER.info(f"{steps} x {len(run.agents)} agent(s), {p.updates} updates each in "
                     f"{time.perf_counter() - run.start:.1f} s; {final}\n"

@@ -46,7 +46,7 @@ def collect(run_dir: Union[str, Path], steps: int, out: Union[str, Path], noise:
     env_id, state = agent.config.env_id, agent.state
     rows = {field: [] for field in Transitions._fields}
     returns, episode_return, key = [], 0.0, keys.make_key(seed)
-    env = make_eval_env(env_id)
+    env = make_eval_env(env_id, repeat=agent.config.repeat)
     try:
         obs, _ = env.reset(seed=seed)
         for step in range(steps):

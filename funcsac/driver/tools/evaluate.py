@@ -60,7 +60,7 @@ def evaluate_agent(agent, episodes: int, seed: Optional[int] = None,
     for i in range(len(agent)):
         one = agent[i]
         env = make_eval_env(one.config.env_id, render_mode="rgb_array" if video_dir else None,
-                            pixels=one.config.pixel_settings)
+                            pixels=one.config.pixel_settings, repeat=one.config.repeat)
         try:
             if video_dir is not None:
                 env = record_video(env, Path(video_dir), f"agent{i}")

@@ -54,7 +54,8 @@ class Agent:
     def env(self, render_mode: Optional[str] = None):
         """A new environment of the run, observed as the run observed its own (rendered frames
         stacked for a pixels run; a ``Dict``'s entries converted; ``envs.make.make_eval_env``)."""
-        return make_eval_env(self.config.env_id, render_mode, pixels=self.config.pixel_settings)
+        return make_eval_env(self.config.env_id, render_mode, pixels=self.config.pixel_settings,
+                             repeat=self.config.repeat)
 
     def observation(self, obs):
         """``obs`` (one observation or a batch; numpy or torch) as the agent takes it: as the
@@ -149,7 +150,7 @@ def _saved_spec(payload: dict, config: TrainConfig) -> EnvSpec:
             return EnvSpec.from_dict(payload["env_spec"])
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"checkpoint's environment description is malformed ({e})") from e
-    envs = make_vector_env(config.env_id, 1, pixels=config.pixel_settings)
+    envs = make_vector_env(config.env_id, 1, pixels=config.pixel_settings, repeat=config.repeat)
     try:
         return env_spec(envs, config.pixels)
     finally:
