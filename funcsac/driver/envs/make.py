@@ -101,7 +101,7 @@ def observed(env: gym.Env, pixels: Optional[Pixels] = None, repeat: int = 1) -> 
     channels-last images channels first (``RawObservation``), each action applied ``repeat``
     times (``ActionRepeat``), then through its frames (``pixel_env``, rendered after the repeated
     steps) with ``pixels``."""
-    env = RawObservationEnv(FoldedSeed(env) if is_dmc(env.spec.id) else env)
+    env = RawObservationEnv(FoldedSeed(env) if is_dmc(getattr(env.spec, "id", "")) else env)
     if repeat > 1:
         env = ActionRepeat(env, repeat)
     return env if pixels is None else pixel_env(env, pixels)
