@@ -156,12 +156,16 @@ def report(results: Path, image: Path) -> str:
             wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)
             # funcsac's seeds share one process: compare the wall time a seed costs, on one CPU
             same_cpu = sbx and {_cpu(r["machine"]) for r in rs + sbx} == {_cpu(rs[0]["machine"])}
-            shared = any(r.get("shared_machine") for r in rs + sbx)  # other work ran beside
+            # other work ran beside (either side: the ratio is not given)
+            ours_shared = any(r.get("shared_machine") for r in rs)
+            theirs_shared = any(r.get("shared_machine") for r in sbx)
+            shared = ours_shared or theirs_shared
             ratio = (wall / len(ours)) / (sbx_wall / len(theirs)) if same_cpu else None
             published = MRQ.get(task.split("-")[0], {}).get(budget)
             cells = [task, algo, _spread(ours), _spread(theirs),
-                     "- (machine shared)" if shared else f"{wall:,.0f} ({len(ours)})",
-                     f"{sbx_wall:,.0f} ({len(theirs)})" if sbx else "-",
+                     "- (machine shared)" if ours_shared else f"{wall:,.0f} ({len(ours)})",
+                     "-" if not sbx else "- (machine shared)" if theirs_shared
+                     else f"{sbx_wall:,.0f} ({len(theirs)})",
                      "-" if shared or not sbx else f"{ratio:.2f}" if same_cpu
                      else "- (another CPU)",
                      _cpu(rs[0]["machine"]),
