@@ -28,8 +28,10 @@ def test_a_run_trains_loads_and_exports_networks_from_the_users_file(tmp_path, m
     assert main(["train", "--run-dir", str(run), "--actor-factory", "my_nets.py:actor",
                  "--critic-factory", "my_nets.py:critic", *FLAGS]) == 0
     saved = json.loads((run / "config.json").read_text())
-    assert (saved["actor_factory"], saved["critic_factory"]) == ("my_nets.py:actor",
-                                                                 "my_nets.py:critic")
+    # kept absolute, so that load, a resume or a Tune trial elsewhere finds the file
+    assert (saved["actor_factory"], saved["critic_factory"]) == (f"{EXAMPLE}:actor",
+                                                                 f"{EXAMPLE}:critic")
+    monkeypatch.chdir(tmp_path)
     agent = funcsac.load(run)
     # the file's networks (Linear, LayerNorm, SiLU; two hidden layers), not the default MLP
     assert agent.state.actor["1.weight"].shape == (8,)  # the first LayerNorm

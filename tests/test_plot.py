@@ -23,12 +23,14 @@ def _run(path, settings, rows, sweep=None):
 
 
 def test_seeds_of_separate_runs_are_one_experiment(tmp_path):
-    a = _run(tmp_path / "sac-s1", {"seed": 1, "algorithm": "sac"},
+    # the agent's resolved settings (as a run's config.json holds them) follow from the others
+    a = _run(tmp_path / "sac-s1", {"seed": 1, "algorithm": "sac", "agent": {"x": 1}},
              [(100, 1, -900, 5), (200, 1, -300, 5)])
     # another seed, another length and logging: the same experiment
     b = _run(tmp_path / "sac-s2", {"seed": 2, "algorithm": "sac", "total_steps": 300,
                                    "log_every": 7}, [(100, 2, -700, 5), (200, 2, -100, 5)])
-    c = _run(tmp_path / "crossq-s1", {"seed": 1, "algorithm": "crossq"}, [(100, 1, -500, 4)])
+    c = _run(tmp_path / "crossq-s1", {"seed": 1, "algorithm": "crossq", "agent": {"x": 2}},
+             [(100, 1, -500, 4)])
     curves = read_curves([a, b, c])
     assert set(curves) == {"algorithm=sac", "algorithm=crossq"}
     steps, mean, spread, seeds = curves["algorithm=sac"]
@@ -56,6 +58,23 @@ def test_labels_of_many_differences_are_the_directories_names(tmp_path):
     runs = [_run(tmp_path / f"crossq-s{i}", {**many, "seed": i}, [(100, i, -i, 0)]) for i in (1, 2)]
     runs.append(_run(tmp_path / "sac-s1", {"seed": 1}, [(100, 1, 0, 0)]))
     assert set(read_curves(runs)) == {"crossq-s", "sac-s1"}
+
+
+def test_experiments_that_would_share_a_name_stay_apart(tmp_path):
+    many = {"critic_lr": 1e-3, "batch_size": 128, "utd": 2, "tau": 0.01}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = _run(tmp_path / "a" / "run", many, [(100, 0, -1, 0)])
+    other = _run(tmp_path / "b" / "run", {}, [(100, 0, -3, 0)])
+    curves = read_curves([one, other])
+    assert set(curves) == {"run [1]", "run [2]"}
+    assert curves["run [1]"][1] == [-1.0] and curves["run [2]"][1] == [-3.0]
+
+
+def test_a_directory_named_like_a_pattern_is_taken_as_it_is(tmp_path):
+    run = _run(tmp_path / "sac[lr=1e-3]", {}, [(100, 0, -1, 0)])
+    assert run_dirs_of([run]) == [run]
+    assert read_curves(run_dirs_of([run]))[""][1] == [-1.0]
 
 
 def test_sweep_values_stay_apart(tmp_path):

@@ -10,6 +10,7 @@ import typing
 from pathlib import Path
 
 from .config import TrainConfig, load_config_file, settings
+from .factories import FACTORY_FIELDS, absolute_factory_name
 from .tools.tune import SCHEDULERS
 from .presets import NEEDS_OFFLINE_DATA, PRESETS, per_task_choices, preset
 
@@ -171,6 +172,8 @@ def _train_config(args) -> TrainConfig:
                          "`funcsac collect` or a Minari dataset)")
     if data and isinstance(data, str):  # absolute: found by --resume and Tune trials elsewhere
         values["offline_data"] = str(Path(data).expanduser().absolute())
+    for name in FACTORY_FIELDS:  # a FILE.py factory too
+        values[name] = absolute_factory_name(values.get(name, ""))
     return TrainConfig.from_dict(values)
 
 

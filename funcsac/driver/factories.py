@@ -20,6 +20,15 @@ def check_factory_name(name: str, field: str) -> None:
                          f"'my_nets.py:make_{field.split('_')[0]}'), got {name!r}")
 
 
+def absolute_factory_name(name):
+    """``name`` with a relative ``FILE.py`` made absolute from the working directory (so that a
+    resumed run, a Tune trial or ``load`` elsewhere finds it); anything else as it is."""
+    if not isinstance(name, str) or not name.rpartition(":")[0].endswith(".py"):
+        return name
+    path, _, function = name.rpartition(":")
+    return f"{Path(path).expanduser().absolute()}:{function}"
+
+
 def import_factory(name: str, field: str) -> Callable:
     """The function that ``name`` (``MODULE:FUNCTION``, or ``FILE.py:FUNCTION`` with the file's
     path absolute or relative to the working directory) names. A file is imported as the module
@@ -31,14 +40,14 @@ def import_factory(name: str, field: str) -> Callable:
         if not path.is_file():
             raise ValueError(f"TrainConfig.{field}: no file {path} (from {name!r}; a relative "
                              f"path is taken from the working directory, {Path.cwd()})")
-        if str(path.parent) not in sys.path:
-            sys.path.insert(0, str(path.parent))
         module_name = path.stem
         loaded = sys.modules.get(module_name)
         if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() != path:
             raise ValueError(f"TrainConfig.{field}: a module named {module_name!r} is already "
                              f"imported from {getattr(loaded, '__file__', None)}, not {path}; "
                              "rename the file")
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:

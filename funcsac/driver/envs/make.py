@@ -153,7 +153,7 @@ def make_eval_env(env_id: str, render_mode: Optional[str] = None,
     """A single environment for evaluation (rendering frames with ``render_mode="rgb_array"``,
     as one with ``pixels`` always does; each action ``repeat`` times)."""
     kwargs = ({"render_mode": render_mode} if render_mode else {})
-    if render_mode and is_dmc(env_id) and pixels is None:
+    if render_mode == "rgb_array" and is_dmc(env_id) and pixels is None:
         kwargs.update(render_kwargs(env_id, 480))  # video frames
     return _make(env_id, pixels, repeat, **kwargs)
 

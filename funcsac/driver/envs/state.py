@@ -128,10 +128,11 @@ def load_attributes(layer, data: EnvData) -> None:
         setattr(layer, k, v)
 
 
-def arrays_of(struct) -> Dict[str, np.ndarray]:
-    """Copies of every array field of a MuJoCo struct (``MjData``, ``MjModel``)."""
+def arrays_of(struct, skip: tuple = ()) -> Dict[str, np.ndarray]:
+    """Copies of every array field of a MuJoCo struct (``MjData``, ``MjModel``) but those whose
+    names start with one of ``skip``."""
     return {a: getattr(struct, a).copy() for a in dir(struct)
-            if not a.startswith("_") and isinstance(getattr(struct, a, None), np.ndarray)}
+            if not a.startswith(("_", *skip)) and isinstance(getattr(struct, a, None), np.ndarray)}
 
 
 def save_mjdata(data) -> EnvData:
@@ -216,11 +217,12 @@ def _register_mujoco() -> None:
 def save_dmc(env) -> EnvData:
     """A shimmy DeepMind Control env: the control loop's step count, the task's random state and
     plain attributes, the physics' ``MjData`` and the ``MjModel`` arrays (tasks move targets in
-    the model at each episode's start)."""
+    the model at each episode's start; not the textures and meshes, 11 MB of static assets)."""
     inner = env._env
     return {"step_count": inner._step_count, "reset_next_step": inner._reset_next_step,
             "random": list(inner.task.random.get_state()), "task": save_attributes(inner.task),
-            "model": arrays_of(inner.physics.model.ptr), **save_mjdata(inner.physics.data.ptr)}
+            "model": arrays_of(inner.physics.model.ptr, skip=("tex_", "mesh_")),
+            **save_mjdata(inner.physics.data.ptr)}
 
 
 def load_dmc(env, data: EnvData) -> None:

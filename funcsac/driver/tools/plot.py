@@ -11,16 +11,19 @@ import numpy as np
 
 _VALUES = {"step", "seed", "return_mean", "return_std", "episode_length_mean"}
 # settings that do not make a run another experiment: its seed, length, logging and compiling
-_NOT_THE_EXPERIMENT = {"seed", "num_seeds", "total_steps", "eval_every", "eval_episodes",
-                       "checkpoint_every", "log_every", "compile", "compile_in_background",
-                       "progress", "tensorboard", "wandb_project", "wandb_mode"}
+# (and the agent's resolved settings, which follow from the others)
+_NOT_THE_EXPERIMENT = {"seed", "num_seeds", "total_steps", "eval_episodes", "checkpoint_every",
+                       "log_every", "compile", "compile_in_background", "progress",
+                       "tensorboard", "wandb_project", "wandb_mode", "agent"}
 
 
 def run_dirs_of(patterns) -> list:
-    """The run directories that ``patterns`` (paths or glob patterns) name, in order, each once."""
+    """The run directories that ``patterns`` (paths, or glob patterns where no such path
+    exists) name, in order, each once."""
     dirs = []
     for pattern in patterns:
-        matches = sorted(glob.glob(str(pattern))) if glob.has_magic(str(pattern)) else [pattern]
+        literal = Path(pattern).exists() or not glob.has_magic(str(pattern))
+        matches = [pattern] if literal else sorted(glob.glob(str(pattern)))
         if not matches:
             raise ValueError(f"{pattern} matches no run directory")
         dirs += [Path(m) for m in matches if Path(m) not in dirs]
@@ -64,24 +67,31 @@ def _name(members: list, settings: dict, differing: list) -> str:
 def read_curves(run_dirs) -> dict:
     """Eval curves of one run directory or several: ``{label: (steps, mean, spread, seeds)}``.
 
-    Directories whose settings differ only in seed, length or logging are one experiment: their
-    seeds are pooled. One curve per experiment and sweep value: at each env step, the mean over
-    the seeds of each seed's mean episode return, and their standard deviation (with one seed,
-    that seed's episodes' std); ``seeds`` counts the seeds pooled. A label names the experiment
-    among the others (the settings that tell them apart, or its directories' common name; ``""``
-    for one) and the sweep value."""
+    Directories whose settings differ only in seed, length or logging are one experiment (its
+    evaluation schedule, ``eval_every``, is part of it): their seeds are pooled. One curve per
+    experiment and sweep value: at each env step, the mean over the seeds of each seed's mean
+    episode return, and their standard deviation (with one seed, that seed's episodes' std);
+    ``seeds`` counts the seeds pooled. A label names the experiment among the others (the
+    settings that tell them apart, or its directories' common name, numbered where two would
+    share it; ``""`` for one) and the sweep value."""
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     experiments = defaultdict(list)
     for run_dir in dirs:
         experiments[_experiment(run_dir)].append(run_dir)
     differing = sorted(k for k in {k for key in experiments for k, _ in key}
                        if len({dict(key).get(k) for key in experiments}) > 1)
+    names = {key: _name(members, dict(key), differing) if len(experiments) > 1 else ""
+             for key, members in experiments.items()}
+    shared = {n for n in names.values() if list(names.values()).count(n) > 1}
+    for i, key in enumerate(names):  # experiments that would share a name are numbered
+        if names[key] in shared:
+            names[key] += f" [{i + 1}]"
     groups = defaultdict(lambda: defaultdict(dict))  # label -> step -> (dir, seed) -> value
     for key, members in experiments.items():
-        setting = _name(members, dict(key), differing) if len(experiments) > 1 else ""
         for run_dir in members:
             for r in _eval_rows(run_dir):
                 sweep = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
+                setting = names[key]
                 label = f"{setting} ({sweep})" if setting and sweep else setting or sweep
                 groups[label][int(float(r["step"]))][(str(run_dir), r.get("seed"))] = (
                     float(r["return_mean"]), float(r["return_std"]))
