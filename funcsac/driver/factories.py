@@ -13,8 +13,8 @@ FACTORY_FIELDS = ("actor_factory", "critic_factory", "encoder_factory")
 def check_factory_name(name: str, field: str) -> None:
     """``ValueError`` unless ``name`` is ``""`` or of the form ``MODULE:FUNCTION`` or
     ``FILE.py:FUNCTION`` (no import)."""
-    module, sep, function = name.rpartition(":") if isinstance(name, str) else ("", "", "")
-    if not isinstance(name, str) or (name and not (sep and module and function.isidentifier())):
+    module, _, function = name.rpartition(":") if isinstance(name, str) else (None, "", "")
+    if not isinstance(name, str) or (name and not (module and function.isidentifier())):
         raise ValueError(f"TrainConfig.{field} must be '' (the default networks) or "
                          f"'MODULE:FUNCTION' or 'FILE.py:FUNCTION' (such as "
                          f"'my_nets.py:make_{field.split('_')[0]}'), got {name!r}")

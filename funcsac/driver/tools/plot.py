@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import glob
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -56,12 +57,10 @@ def _name(members: list, settings: dict, differing: list) -> str:
         return ", ".join(f"{k}={json.loads(settings[k]) if k in settings else None}"
                          for k in differing)
     names = [d.name for d in members]
-    common = Path(names[0]).name if len(names) == 1 else ""
-    for chars in zip(*names) if len(names) > 1 else ():
-        if len(set(chars)) > 1:
-            break
-        common += chars[0]
-    return common.rstrip("-_ ") or f"{names[0]} and {len(names) - 1} more"
+    if len(names) == 1:
+        return names[0]
+    common = os.path.commonprefix(names).rstrip("-_ ")
+    return common or f"{names[0]} and {len(names) - 1} more"
 
 
 def read_curves(run_dirs) -> dict:
@@ -88,10 +87,10 @@ def read_curves(run_dirs) -> dict:
             names[key] += f" [{i + 1}]"
     groups = defaultdict(lambda: defaultdict(dict))  # label -> step -> (dir, seed) -> value
     for key, members in experiments.items():
+        setting = names[key]
         for run_dir in members:
             for r in _eval_rows(run_dir):
                 sweep = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
-                setting = names[key]
                 label = f"{setting} ({sweep})" if setting and sweep else setting or sweep
                 groups[label][int(float(r["step"]))][(str(run_dir), r.get("seed"))] = (
                     float(r["return_mean"]), float(r["return_std"]))
