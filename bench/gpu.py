@@ -9,9 +9,9 @@
    ``update_rows``' order until ``--updates-s`` has passed; a row that fails records its error
    and the next one runs. ``OUT/updates.json``, rewritten after every row.
 2. Training: ``funcsac.train`` on HalfCheetah-v5 with 10 seeds vmapped for ``--rollout-s``
-   seconds, then 1 seed for a third of that (a callback stops each once it has evaluated): env steps per second
-   (aggregate over the seeds; over the whole run and over its second half, after the compile)
-   and the evaluations. ``OUT/training.json``, rewritten after each run.
+   seconds, then 1 seed for a third of that (a callback stops each once it has evaluated): env
+   steps per second (aggregate over the seeds; over the whole run and over its second half,
+   after the compile) and the evaluations. ``OUT/training.json``, rewritten after each run.
 3. ``OUT/gpu.png``: the update times and the training curves.
 
 ``--tiny`` (the CPU dry run that the tests take): 16-wide networks, Pendulum-v1, 2 seeds, a few

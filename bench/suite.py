@@ -22,19 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from published import CLEANRL_SAC_1M, MRQ
 from results_md import machine, write_block
 from suite_child import PIECES, SBX, peer_of
 
 HERE = Path(__file__).parent
 STOP_TIMEOUT_S = 120  # how long an interrupted child may take to stop before it is killed
-# published figures (not measured here): MR.Q (Fujimoto et al. 2025), Gym MuJoCo v4, 10 seeds,
-# facebookresearch/MRQ results/gym_results.txt; CleanRL's SAC at 1M steps, MuJoCo v4
-MRQ = {"HalfCheetah": {100_000: 7872, 300_000: 10835, 1_000_000: 12940},
-       "Hopper": {100_000: 2249, 300_000: 2469, 1_000_000: 2693},
-       "Walker2d": {100_000: 3127, 300_000: 4509, 1_000_000: 6040},
-       "Ant": {100_000: 2801, 300_000: 4674, 1_000_000: 6902},
-       "Humanoid": {100_000: 522, 300_000: 4997, 1_000_000: 10224}}
-CLEANRL_SAC_1M = {"HalfCheetah": 9635, "Hopper": 2310, "Walker2d": 3591, "Humanoid": 4996}
 
 
 def key_of(row: dict) -> tuple:

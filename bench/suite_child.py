@@ -75,6 +75,19 @@ def earlier_wall(run_dir: Path) -> float:
     return sum(json.loads(path.read_text())) if path.exists() else 0.0
 
 
+def preset_and_settings(algo: str) -> tuple:
+    """The preset a campaign algorithm runs and its settings over that preset."""
+    return LIKE_SBX[algo][1:] if algo in LIKE_SBX else (algo, {})
+
+
+def campaign_settings(task: str, budget: int, seeds: int) -> dict:
+    """What every funcsac run of the campaign sets over its preset: the task, the budget, the
+    seeds and the peers' shared batch, start and evaluation."""
+    return {"env_id": task, "total_steps": budget, "learning_starts": learning_starts(budget),
+            "eval_every": eval_every(budget), "eval_episodes": EVAL_EPISODES,
+            "num_seeds": seeds, "batch_size": 256}
+
+
 def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
                 eager: bool) -> dict:
     import csv
@@ -83,12 +96,10 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
     from funcsac.driver.run.checkpoint import CHECKPOINT, load_checkpoint
     from funcsac.driver.presets import preset
 
-    name, settings = (LIKE_SBX[algo][1:] if algo in LIKE_SBX else (algo, {}))
+    name, settings = preset_and_settings(algo)
     config = funcsac.TrainConfig(**{
-        **preset(name, task), **settings, "env_id": task, "total_steps": budget,
-        "learning_starts": learning_starts(budget), "eval_every": eval_every(budget),
-        "eval_episodes": EVAL_EPISODES, "checkpoint_every": eval_every(budget),
-        "num_seeds": seeds, "batch_size": 256, "progress": False, "compile": not eager})
+        **preset(name, task), **settings, **campaign_settings(task, budget, seeds),
+        "checkpoint_every": eval_every(budget), "progress": False, "compile": not eager})
     resume = (run_dir / CHECKPOINT).exists()
     before, curve_path = earlier_wall(run_dir), run_dir / CURVE
     curve = json.loads(curve_path.read_text()) if resume and curve_path.exists() else []
