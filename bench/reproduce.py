@@ -43,7 +43,7 @@ def mujoco_command(task: str, algo: str, budget: int, seeds: int) -> list:
     name, settings = preset_and_settings(algo)
     run_dir = f"runs/{task.split('-')[0].lower()}-{algo.replace('@', '-at-')}"
     return ["funcsac", "train", "--preset", name,
-            *flags_of({**campaign_settings(task, budget, seeds), **settings}),
+            *flags_of({**campaign_settings(task, algo, budget, seeds), **settings}),
             "--run-dir", run_dir]
 
 

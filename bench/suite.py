@@ -124,7 +124,8 @@ def report(results: Path, image: Path) -> str:
     lines = ["## MuJoCo campaign", "",
              "2 cores each; a row's runs all on the CPU it names. funcsac trains its seeds "
              "vmapped in one process, sbx one process a seed; same budget, 256x256 networks, "
-             "batch 256, learning after 5,000 random steps; final return: the last evaluation "
+             "batch 256, learning after 5,000 random steps (a preset with its own batch and "
+             "start, as flashsac and bro, keeps them); final return: the last evaluation "
              "(10 deterministic episodes), mean ± std over seeds; wall: all processes of the "
              "row, and the wall time a seed costs against sbx's (`python bench/suite.py`). "
              "Published figures are not measured here. A plain algorithm's row is not like for "

@@ -8,7 +8,8 @@ resuming from its checkpoint when the directory holds one, with its preset's set
 task (``ALGO@sbx``: at the sbx peer's settings, ``LIKE_SBX``). sbx trains one seed (sbx's SAC,
 CrossQ, TQC, or its SAC as DroQ) with 256x256 networks, from the start. Both evaluate every
 ``EVAL_EVERY`` environment steps with ``EVAL_EPISODES`` deterministic episodes, use batch 256, a
-1M buffer and start learning after ``learning_starts(BUDGET)`` random steps. The JSON holds the
+1M buffer and start learning after ``learning_starts(BUDGET)`` random steps (a preset that sets
+its own batch or start, as flashsac and bro do, keeps it: ``campaign_settings``). The JSON holds the
 evaluation curve as ``[wall seconds, env step, [return per seed]]`` rows (wall: since the run's
 first piece began, counting earlier pieces), the phase split, and the peak RSS of this process.
 """
@@ -80,12 +81,19 @@ def preset_and_settings(algo: str) -> tuple:
     return LIKE_SBX[algo][1:] if algo in LIKE_SBX else (algo, {})
 
 
-def campaign_settings(task: str, budget: int, seeds: int) -> dict:
-    """What every funcsac run of the campaign sets over its preset: the task, the budget, the
-    seeds and the peers' shared batch, start and evaluation."""
-    return {"env_id": task, "total_steps": budget, "learning_starts": learning_starts(budget),
-            "eval_every": eval_every(budget), "eval_episodes": EVAL_EPISODES,
-            "num_seeds": seeds, "batch_size": 256}
+def campaign_settings(task: str, algo: str, budget: int, seeds: int) -> dict:
+    """What a funcsac run of the campaign sets over its preset: the task, the budget, the seeds,
+    the evaluation, and the sbx side's batch (256) and random steps (``learning_starts``) unless
+    ``algo`` is a preset that sets its own (its batch and start are part of what it is; an
+    ``ALGO@sbx`` run takes the sbx side's)."""
+    from funcsac.driver.presets import preset
+
+    name, _ = preset_and_settings(algo)
+    own = {} if algo in LIKE_SBX else preset(name, task)
+    shared = {"learning_starts": learning_starts(budget), "batch_size": 256}
+    return {"env_id": task, "total_steps": budget, "eval_every": eval_every(budget),
+            "eval_episodes": EVAL_EPISODES, "num_seeds": seeds,
+            **{k: v for k, v in shared.items() if k not in own}}
 
 
 def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
@@ -98,7 +106,7 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
 
     name, settings = preset_and_settings(algo)
     config = funcsac.TrainConfig(**{
-        **preset(name, task), **settings, **campaign_settings(task, budget, seeds),
+        **preset(name, task), **settings, **campaign_settings(task, algo, budget, seeds),
         "checkpoint_every": eval_every(budget), "progress": False, "compile": not eager})
     resume = (run_dir / CHECKPOINT).exists()
     before, curve_path = earlier_wall(run_dir), run_dir / CURVE

@@ -60,7 +60,7 @@ def test_each_command_is_the_configuration_the_campaign_ran(bench):
             name, settings = bench.preset_and_settings(algo)
             seeds = int(argv[argv.index("--num-seeds") + 1])
             expected = TrainConfig(**{**preset(name, task), **settings,
-                                      **bench.campaign_settings(task, budget, seeds)})
+                                      **bench.campaign_settings(task, algo, budget, seeds)})
         else:  # task, budget: the discrete campaign, funcsac's defaults
             task = fields[0]
             expected = TrainConfig(env_id=task, num_seeds=3, eval_every=bench.DISCRETE_EVERY,
@@ -79,3 +79,15 @@ def test_flags_of_round_trips_every_kind_of_setting(bench):
     config = _train_config(build_parser().parse_args(
         ["train", "--run-dir", "r", *bench.flags_of(settings)]))
     assert {k: getattr(config, k) for k in settings} == settings
+
+
+def test_a_preset_keeps_its_own_batch_and_start_in_the_campaign_and_a_like_sbx_row_takes_sbxs(
+        bench):
+    from funcsac.driver.presets import preset
+    own = bench.campaign_settings("Hopper-v5", "flashsac", 100_000, 3)
+    assert "batch_size" not in own and "learning_starts" not in own
+    assert (preset("flashsac", "Hopper-v5")["batch_size"],
+            preset("flashsac", "Hopper-v5")["learning_starts"]) == (512, 10_000)
+    for algo in ("sac", "sac@sbx", "crossq@sbx"):
+        shared = bench.campaign_settings("Hopper-v5", algo, 100_000, 3)
+        assert (shared["batch_size"], shared["learning_starts"]) == (256, 5_000), algo
