@@ -7,7 +7,6 @@ ran on, and the published figure at that budget beside it.
 """
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from discrete import EVAL_EPISODES as DISCRETE_EPISODES  # noqa: E402
 from discrete import EVAL_EVERY as DISCRETE_EVERY  # noqa: E402
 from discrete import ZOO_DQN  # noqa: E402
 from published import AT_100K, published_at_100k  # noqa: E402
-from results_md import write_block  # noqa: E402
+from results_md import cpu_of, mean_std, write_block  # noqa: E402
 from suite_child import campaign_settings, preset_and_settings  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -53,11 +52,6 @@ def discrete_command(task: str, seeds: int) -> list:
         "env_id": task, "num_seeds": seeds, "total_steps": ZOO_DQN[task]["n_timesteps"],
         "eval_every": DISCRETE_EVERY, "eval_episodes": DISCRETE_EPISODES}),
         "--run-dir", f"runs/{task.split('-')[0].lower()}"]
-
-
-def _spread(values: list) -> str:
-    mean = statistics.mean(values)
-    return f"{mean:,.0f} ± {statistics.stdev(values):,.0f}" if len(values) > 1 else f"{mean:,.0f}"
 
 
 def _rows(path: Path) -> list:
@@ -100,7 +94,7 @@ def mujoco_table(results: Path) -> str:
                 else f"{r['wall_s'] / 60:,.0f} min")
         published = published_at_100k(preset_and_settings(r["algo"])[0], r["task"])
         cells = [r["task"], f"{r['budget']:,}", f"`{r['algo']}`",
-                 f"{_spread(final)} ({len(final)})", wall, r["machine"].rsplit(",", 1)[0],
+                 f"{mean_std(final)} ({len(final)})", wall, cpu_of(r["machine"]),
                  f"{published[1]:,} ({published[0]})" if published and r["budget"] == 100_000
                  else "-"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -122,7 +116,7 @@ def discrete_table(results: Path) -> str:
         best = ", ".join(f"{max(v for _, v in r['curve']):,.0f}" for r in runs)
         final = [r["curve"][-1][1] for r in runs]
         lines.append(f"| {task} | {ZOO_DQN[task]['n_timesteps']:,} | {best} | "
-                     f"{_spread(final)} | {runs[0]['cpu'].rsplit(',', 1)[0]} |")
+                     f"{mean_std(final)} | {cpu_of(runs[0]['cpu'])} |")
         commands.append((f"{task}, {ZOO_DQN[task]['n_timesteps']:,} steps",
                          discrete_command(task, len(runs))))
     return "\n".join(lines) + "\n\n" + _commands(commands)

@@ -37,3 +37,17 @@ def machine() -> str:
                   if line.startswith("model name")), platform.processor())
     isa = "AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2"
     return f"{model} ({isa}), {os.cpu_count()} cores"
+
+
+def mean_std(values: list) -> str:
+    """``mean ± std`` of ``values`` (the mean alone for one, ``-`` for none), thousands grouped."""
+    if not values:
+        return "-"
+    import statistics
+    mean = statistics.mean(values)
+    return f"{mean:,.0f} ± {statistics.stdev(values):,.0f}" if len(values) > 1 else f"{mean:,.0f}"
+
+
+def cpu_of(machine_text: str) -> str:
+    """A ``machine()`` string without its core count: ``AMD EPYC (AVX2)``."""
+    return machine_text.rsplit(",", 1)[0]

@@ -15,7 +15,6 @@ import argparse
 import datetime
 import json
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 
 from published import CLEANRL_SAC_1M, MRQ
-from results_md import machine, write_block
+from results_md import cpu_of, machine, mean_std, write_block
 from suite_child import PIECES, SBX, peer_of
 
 HERE = Path(__file__).parent
@@ -104,18 +103,6 @@ def campaign(args) -> None:
                       f"{[round(r) for r in final]}", flush=True)
 
 
-def _spread(values: list) -> str:
-    if not values:
-        return "-"
-    mean = statistics.mean(values)
-    return f"{mean:,.0f} ± {statistics.stdev(values):,.0f}" if len(values) > 1 else f"{mean:,.0f}"
-
-
-def _cpu(machine: str) -> str:
-    """A ``results_md.machine`` string without its core count: ``AMD EPYC (AVX2)``."""
-    return machine.rsplit(",", 1)[0]
-
-
 def report(results: Path, image: Path) -> str:
     rows = [json.loads(line) for line in results.read_text().splitlines() if line]
     groups = {}
@@ -149,20 +136,20 @@ def report(results: Path, image: Path) -> str:
             theirs = [r["curve"][-1][2][0] for r in sbx]
             wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)
             # funcsac's seeds share one process: compare the wall time a seed costs, on one CPU
-            same_cpu = sbx and {_cpu(r["machine"]) for r in rs + sbx} == {_cpu(rs[0]["machine"])}
+            same_cpu = sbx and len({cpu_of(r["machine"]) for r in rs + sbx}) == 1
             # other work ran beside (either side: the ratio is not given)
             ours_shared = any(r.get("shared_machine") for r in rs)
             theirs_shared = any(r.get("shared_machine") for r in sbx)
             shared = ours_shared or theirs_shared
             ratio = (wall / len(ours)) / (sbx_wall / len(theirs)) if same_cpu else None
             published = MRQ.get(task.split("-")[0], {}).get(budget)
-            cells = [task, algo, _spread(ours), _spread(theirs),
+            cells = [task, algo, mean_std(ours), mean_std(theirs),
                      "- (machine shared)" if ours_shared else f"{wall:,.0f} ({len(ours)})",
                      "-" if not sbx else "- (machine shared)" if theirs_shared
                      else f"{sbx_wall:,.0f} ({len(theirs)})",
                      "-" if shared or not sbx else f"{ratio:.2f}" if same_cpu
                      else "- (another CPU)",
-                     _cpu(rs[0]["machine"]),
+                     cpu_of(rs[0]["machine"]),
                      f"{published:,}" if published else "-"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
