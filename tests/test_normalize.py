@@ -73,12 +73,12 @@ def test_update_and_act_see_hand_normalised_inputs():
 
 def test_statistics_are_per_agent_through_the_driver_and_resume_exactly(tmp_path, monkeypatch):
     # 4 vmapped agents: 4 separate statistics, each that of its own agent's observations
-    cfg = funcsac.TrainConfig(total_steps=600, learning_starts=200, eval_every=300,
-                              checkpoint_every=300, num_seeds=4, normalize_obs=True,
+    cfg = funcsac.TrainConfig(total_steps=300, learning_starts=100, eval_every=150,
+                              checkpoint_every=150, num_seeds=4, normalize_obs=True,
                               scale_rewards=True, **TINY)
     first = funcsac.train(cfg, tmp_path / "a")
     stats = first.state.norm["obs"]
-    assert stats.mean.shape == (4, 3) and torch.equal(stats.count, torch.full((4,), 600.0,
+    assert stats.mean.shape == (4, 3) and torch.equal(stats.count, torch.full((4,), 300.0,
                                                                               dtype=torch.float64))
     payload = load_checkpoint(tmp_path / "a" / "checkpoint.pt")
     for i in range(4):
@@ -90,7 +90,7 @@ def test_statistics_are_per_agent_through_the_driver_and_resume_exactly(tmp_path
         if i:
             assert not torch.allclose(stats.mean[i], stats.mean[0])
     assert (first.state.norm["return"].var > 1.0).all()
-    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 600)
+    resumed = crash_then_resume(cfg, tmp_path / "b", monkeypatch, 300)
     assert eval_rows(tmp_path / "b") == eval_rows(tmp_path / "a")
     assert_states_equal(resumed.state, first.state)
     # a loaded agent acts with its statistics

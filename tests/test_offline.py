@@ -180,13 +180,13 @@ def test_the_rlpd_preset_without_offline_data_is_refused(tmp_path, monkeypatch, 
 
 def test_resume_with_offline_data_is_exact(tmp_path, monkeypatch):
     data = pendulum_dataset(tmp_path / "data", reward=-3.0)
-    cfg = config(total_steps=600, learning_starts=200, eval_every=200, checkpoint_every=200,
+    cfg = config(total_steps=300, learning_starts=100, eval_every=100, checkpoint_every=100,
                  seed=3, n_step=2, offline_data=str(data))
     first = funcsac.train(cfg, tmp_path / "a")
-    # crash after the checkpoint at 400
-    resumed = crash_then_resume(cfg, tmp_path / "c", monkeypatch, 600)
+    # crash after the checkpoint at 200
+    resumed = crash_then_resume(cfg, tmp_path / "c", monkeypatch, 300)
     assert eval_rows(tmp_path / "c") == eval_rows(tmp_path / "a")
-    assert len(eval_rows(tmp_path / "a")) == 4  # header, 200, 400, 600
+    assert len(eval_rows(tmp_path / "a")) == 4  # header, 100, 200, 300
     assert_states_equal(resumed.state, first.state)
     # the offline rows took part: the same run without them ends elsewhere
     alone = funcsac.train(dataclasses.replace(cfg, offline_data=""), tmp_path / "b")
