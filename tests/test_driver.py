@@ -59,18 +59,18 @@ def test_buffer_ring_and_sampling(tmp_path):
     assert torch.equal(restored.sample(key, 50)[0].obs, buf.sample(key, 50)[0].obs)
 
 
-RESUME = funcsac.TrainConfig(total_steps=1200, learning_starts=300, eval_every=400,
-                             checkpoint_every=400, seed=3, **TINY)
+RESUME = funcsac.TrainConfig(total_steps=600, learning_starts=150, eval_every=200,
+                             checkpoint_every=200, seed=3, **TINY)
 
 
 def test_same_seed_same_results_and_resume_after_crash(tmp_path, monkeypatch):
     first = funcsac.train(RESUME, tmp_path / "a")
     funcsac.train(RESUME, tmp_path / "b")
     assert eval_rows(tmp_path / "a") == eval_rows(tmp_path / "b")
-    assert [e.step for e in first.evals] == [400, 800, 1200]
+    assert [e.step for e in first.evals] == [200, 400, 600]
 
-    # crash after the checkpoint at 800 (the eval at 1200 fails), then resume
-    resumed = crash_then_resume(RESUME, tmp_path / "c", monkeypatch, 1200)
+    # crash after the checkpoint at 400 (the eval at 600 fails), then resume
+    resumed = crash_then_resume(RESUME, tmp_path / "c", monkeypatch, 600)
     assert eval_rows(tmp_path / "c") == eval_rows(tmp_path / "a")
     assert_states_equal(resumed.state, first.state)
     with open(tmp_path / "c" / "metrics.csv") as f:
@@ -87,9 +87,9 @@ def test_async_envs_train(tmp_path):
 
 
 def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):
-    short = dataclasses.replace(RESUME, total_steps=800)
+    short = dataclasses.replace(RESUME, total_steps=400)
     funcsac.train(short, tmp_path)
-    assert main(["train", "--run-dir", str(tmp_path), "--resume", "--total-steps", "1200"]) == 0
+    assert main(["train", "--run-dir", str(tmp_path), "--resume", "--total-steps", "600"]) == 0
     assert len(eval_rows(tmp_path)) == 4
     with pytest.raises(ValueError, match=r"different configuration \(num_critics"):
         funcsac.train(dataclasses.replace(RESUME, num_critics=3), tmp_path, resume=True)
@@ -172,7 +172,7 @@ def test_preset_with_flag_override(tmp_path):
         main(["train", "--run-dir", str(tmp_path / "x"), "--preset", "nope"])
 
 
-SEEDS = dataclasses.replace(RESUME, total_steps=600, learning_starts=200, eval_every=300,
+SEEDS = dataclasses.replace(RESUME, total_steps=400, learning_starts=200, eval_every=200,
                             checkpoint_every=0, dtype="float64")
 
 
@@ -197,7 +197,8 @@ def test_num_seeds_equals_separate_runs(tmp_path):
 
 
 def test_sweep_sets_each_agents_hyperparameter(tmp_path):
-    cfg = dataclasses.replace(SEEDS, total_steps=300, sweep="critic_lr=1e-4,1e-3", num_seeds=2)
+    cfg = dataclasses.replace(SEEDS, total_steps=300, eval_every=300, sweep="critic_lr=1e-4,1e-3",
+                              num_seeds=2)
     result = funcsac.train(cfg, tmp_path)
     torch.testing.assert_close(result.state.hparams.critic_lr,
                                torch.tensor([1e-4, 1e-4, 1e-3, 1e-3], dtype=torch.float64))
