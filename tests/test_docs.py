@@ -36,7 +36,8 @@ def test_code_examples_run(page, tmp_path):
 def test_getting_started_shows_the_readmes_commands():
     """The page includes README.md's install section (one copy), which holds its first bash
     block: the two commands CI runs."""
-    readme, page = (ROOT / "README.md").read_text(), (ROOT / "docs" / "getting-started.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "getting-started.md").read_text()
     section = re.search(r"<!-- --8<-- \[start:install\] -->\n(.*?)<!-- --8<-- \[end:install\] -->",
                         readme, flags=re.S)
     assert section and '--8<-- "README.md:install"' in page
