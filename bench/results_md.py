@@ -4,6 +4,7 @@ survives a new summary."""
 import os
 import platform
 import re
+import statistics
 from pathlib import Path
 
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
@@ -43,7 +44,6 @@ def mean_std(values: list) -> str:
     """``mean ± std`` of ``values`` (the mean alone for one, ``-`` for none), thousands grouped."""
     if not values:
         return "-"
-    import statistics
     mean = statistics.mean(values)
     return f"{mean:,.0f} ± {statistics.stdev(values):,.0f}" if len(values) > 1 else f"{mean:,.0f}"
 
