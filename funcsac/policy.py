@@ -72,6 +72,11 @@ class PolicyFamily:
     # environment steps of uniform random actions a driver takes before training when it is not
     # told (the driver's ``learning_starts``; 5,000: CleanRL's SAC)
     default_learning_starts = 5000
+    # how a driver holds each draw of the exploration noise when it is not told
+    # (``funcsac.noise``: P(n) ~ n^-default_noise_hold for n in 1..default_noise_hold_max; 0: a
+    # new draw every step)
+    default_noise_hold = 0.0
+    default_noise_hold_max = 16
 
     def head_size(self, act_dim: int) -> int:
         """The width of the actor network's output."""

@@ -215,6 +215,36 @@ def test_cartpole_reaches_500(tmp_path):
     assert min(e.return_mean for e in evals if e.step == 25_000) >= 475, evals
 
 
+def test_the_default_exploration_reaches_mountaincars_goal():
+    """MountainCar-v0 pays -1 a step until the car reaches the hilltop, which takes swinging
+    back and forth first. Random actions drawn afresh each step (as the policy's noise was
+    before the family held it) dither in place: 0 goals in 20,000 steps for each of seeds 1-3,
+    and learning never starts (seed 1 stayed at -200 for 120,000 steps). The categorical
+    family's default hold (``default_noise_hold``, a draw kept for 1-32 steps) reaches it 4-8
+    times each in as many steps."""
+    import gymnasium as gym
+    from funcsac.noise import held_noise
+    family = funcsac.registry.POLICIES["categorical"]
+
+    def goals(seed: int, hold: float, hold_max: int, steps: int = 20_000) -> int:
+        k_noise, k_hold = keys.split(keys.make_key(seed), 2)
+        noise = keys.normal(k_noise, (steps, 1, 3), torch.float64)
+        if hold:
+            noise = held_noise(noise, k_hold, hold, hold_max)
+        env, reached = gym.make("MountainCar-v0"), 0
+        env.reset(seed=seed)
+        for action in family.random_action(noise[:, 0]).view(-1).long().tolist():
+            _, _, terminated, truncated, _ = env.step(action)
+            reached += terminated
+            if terminated or truncated:
+                env.reset()
+        return reached
+
+    assert [goals(s, 0.0, 1) for s in (1, 2, 3)] == [0, 0, 0]
+    held = [goals(s, family.default_noise_hold, family.default_noise_hold_max) for s in (1, 2, 3)]
+    assert min(held) >= 3, held
+
+
 @pytest.mark.slow
 def test_acrobot_learns_with_the_defaults(tmp_path):
     """Acrobot-v1 (-1 a step until the goal, 500-step truncation) learns with discrete SAC's

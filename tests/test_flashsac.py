@@ -200,8 +200,9 @@ def test_the_collector_draws_held_noise_only_when_asked():
     key = keys.make_key(1)
 
     def block(hold):
-        me = types.SimpleNamespace(config=funcsac.TrainConfig(noise_hold=hold, num_envs=3),
-                                   spec=types.SimpleNamespace(act_dim=2))
+        me = types.SimpleNamespace(
+            config=funcsac.TrainConfig(noise_hold=hold, noise_hold_max=16, num_envs=3),
+            spec=types.SimpleNamespace(act_dim=2))
         return Collector._noise_block(me, key)
 
     fresh, held = block(0.0), block(2.0)

@@ -176,3 +176,13 @@ def test_n_step_left_unset_is_the_policy_familys_and_a_resume_keeps_the_checkpoi
     assert check_resumable(cfg, payload).learning_starts == 2000
     with pytest.raises(CheckpointError, match="learning_starts: checkpoint 2000 vs now 100"):
         check_resumable(TrainConfig(env_id="CartPole-v1", learning_starts=100), payload)
+    # the noise holds likewise: each draw held 1-32 steps (P(n) ~ 1/n) for discrete actions, a
+    # fresh draw each step for continuous ones; a checkpoint from before noise_hold held none
+    assert [(cfg.for_env(s).noise_hold, cfg.for_env(s).noise_hold_max)
+            for s in (discrete, continuous)] == [(1.0, 32), (0.0, 16)]
+    assert TrainConfig(env_id="x", noise_hold=0.0).for_env(discrete).noise_hold == 0.0
+    assert check_resumable(cfg, payload).noise_hold_max == 32
+    older = dict(payload, config={k: v for k, v in payload["config"].items()
+                                  if not k.startswith("noise_hold")})
+    assert (check_resumable(cfg, older).noise_hold, check_resumable(cfg, older).noise_hold_max) == (
+        0.0, 16)

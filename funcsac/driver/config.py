@@ -27,7 +27,7 @@ AGENT_FIELDS = [f for f in dataclasses.fields(SACConfig) if "help" in f.metadata
 
 # settings a config may leave to the environment (None: the policy family's default,
 # ``TrainConfig.for_env``)
-ENV_SETTLED = ("n_step", "learning_starts", "action_repeat")
+ENV_SETTLED = ("n_step", "learning_starts", "noise_hold", "noise_hold_max", "action_repeat")
 # settings a resumed run may change: its length, logging, the permission to learn from another
 # environment's data, and the dynamic hyperparameters (whose new values replace the checkpointed
 # ones)
@@ -95,11 +95,14 @@ class RunSettings:
         "environment steps of uniform random actions before training (none: the policy "
         "family's default, 5000 for continuous actions, 2000 for discrete ones)")
     utd: int = setting(1, "gradient steps per environment step (update-to-data ratio)")
-    noise_hold: float = setting(
-        0.0, "exploration: each draw of the policy's noise is held for n environment steps, "
-        "P(n) ~ n^-noise_hold for n in 1..noise_hold_max (0: a new draw every step; FlashSAC: "
-        "2)")
-    noise_hold_max: int = setting(16, "the longest hold of an exploration noise draw")
+    noise_hold: Optional[float] = setting(
+        None, "exploration: each draw of the policy's noise, and each random action before "
+        "training, is held for n environment steps, P(n) ~ n^-noise_hold for n in "
+        "1..noise_hold_max (0: a new draw every step; FlashSAC: 2; none: the policy family's "
+        "default, 0 for continuous actions, 1 for discrete ones)")
+    noise_hold_max: Optional[int] = setting(
+        None, "the longest hold of an exploration noise draw (none: the policy family's "
+        "default, 16 for continuous actions, 32 for discrete ones)")
     reset_every: int = setting(
         0,
         "environment steps between resets of every agent's networks, targets, optimizer moments "
@@ -220,11 +223,13 @@ class _TrainConfigMethods:
     def for_env(self, spec) -> "TrainConfig":
         """This config with the settings it leaves to the environment (``ENV_SETTLED``, those
         None) settled for ``spec`` (an ``EnvSpec``): the policy family's ``default_n_step`` (1
-        for image observations) and ``default_learning_starts``, and the task's action repeat
-        (``repeat``)."""
+        for image observations), ``default_learning_starts`` and its noise holds, and the task's
+        action repeat (``repeat``)."""
         family = POLICIES[spec.policy]
         defaults = {"n_step": 1 if spec.image_shape else family.default_n_step,
                     "learning_starts": family.default_learning_starts,
+                    "noise_hold": family.default_noise_hold,
+                    "noise_hold_max": family.default_noise_hold_max,
                     "action_repeat": self.repeat}
         return dataclasses.replace(self, **{k: v for k, v in defaults.items()
                                             if getattr(self, k) is None})

@@ -32,11 +32,13 @@ def check_train_config(config) -> None:
         _positive_int("n_step", config.n_step)
     if config.learning_starts is not None:
         _positive_int("learning_starts", config.learning_starts, minimum=0)
-    _positive_int("noise_hold_max", config.noise_hold_max)
-    if not (isinstance(config.noise_hold, (int, float)) and not isinstance(config.noise_hold, bool)
+    if config.noise_hold_max is not None:
+        _positive_int("noise_hold_max", config.noise_hold_max)
+    if config.noise_hold is not None and not (
+            isinstance(config.noise_hold, (int, float)) and not isinstance(config.noise_hold, bool)
             and 0.0 <= config.noise_hold < 100.0):
-        raise ValueError(f"TrainConfig.noise_hold must be a number in [0, 100) (0: no hold), got "
-                         f"{config.noise_hold!r}")
+        raise ValueError(f"TrainConfig.noise_hold must be a number in [0, 100) (0: no hold) or "
+                         f"None (the policy family's), got {config.noise_hold!r}")
     for name in ("eval_every", "checkpoint_every", "seed", "reset_every"):
         _positive_int(name, getattr(config, name), minimum=0)
     if not (isinstance(config.reset_at, tuple) and all(

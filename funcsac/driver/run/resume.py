@@ -28,8 +28,9 @@ def check_resumable(config: TrainConfig, payload: dict) -> TrainConfig:
         raise CheckpointError(f"checkpoint lacks {sorted(missing)}: not written by this funcsac")
     plain = lambda v: json.loads(json.dumps(v))  # noqa: E731  (tuples and lists compare equal)
     # a setting newer than the checkpoint had its default value there (the feature was off:
-    # one-step transitions before n_step existed)
-    saved = {**TrainConfig.field_defaults(), "n_step": 1, **payload["config"]}
+    # one-step transitions before n_step existed, a fresh noise draw each step before noise_hold)
+    saved = {**TrainConfig.field_defaults(), "n_step": 1, "noise_hold": 0.0, "noise_hold_max": 16,
+             **payload["config"]}
     config = dataclasses.replace(config, **{k: saved[k] for k in ENV_SETTLED
                                             if getattr(config, k) is None})
     diff = {k: (saved.get(k), v) for k, v in config.to_dict().items()
