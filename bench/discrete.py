@@ -4,17 +4,20 @@ tuned hyperparameters for each task (one process a seed), at the zoo's budget, s
 same evaluation (10 deterministic episodes every 5,000 steps).
 
     python bench/discrete.py --tasks CartPole-v1,Acrobot-v1 --num-seeds 3   # runs what is missing
+    python bench/discrete.py --tasks MountainCar-v0 --flags "--noise-hold 0"  # funcsac flags
     python bench/discrete.py --report     # the table into bench/RESULTS.md
 
-Each finished run appends one JSON line to ``--results``; a rerun skips what is there. Needs the
+Each finished run appends one JSON line to ``--results`` (a funcsac row with the ``flags`` it ran
+beside the defaults); a rerun skips what is there, and an interrupted funcsac run continues from
+its checkpoint in ``--runs-dir``. Needs the
 ``bench`` extra (stable-baselines3), and ``gymnasium[box2d]`` for LunarLander-v3.
 """
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -82,15 +85,27 @@ def run_dqn(task: str, seed: int) -> dict:
     return {"curve": curve, "wall_s": time.perf_counter() - start}
 
 
-def run_funcsac(task: str, seeds: list, run_dir: Path) -> dict:
-    """``funcsac train`` with its defaults, the seeds vmapped: ``{"curves": {seed: [[step,
-    return]]}, "wall_s"}``."""
+def run_funcsac(task: str, seeds: list, run_dir: Path, flags: list) -> dict:
+    """``funcsac train`` with its defaults and ``flags``, the seeds vmapped, in ``run_dir``,
+    continuing from its checkpoint where an earlier piece stopped: ``{"curves": {seed: [[step,
+    return]]}, "wall_s"}`` (the pieces' wall time summed)."""
+    # a folder without a checkpoint (a piece stopped before its first) is moved aside
+    resume = (["--resume"] if (run_dir / "checkpoint.pt").exists()
+              else ["--overwrite"] if run_dir.exists() else [])
+    walls_path = run_dir.parent / (run_dir.name + ".walls.json")
+    walls = (json.loads(walls_path.read_text())
+             if resume == ["--resume"] and walls_path.exists() else [])
     start = time.perf_counter()
-    subprocess.run(["funcsac", "train", "--env-id", task, "--seed", str(seeds[0]),
-                    "--num-seeds", str(len(seeds)), "--total-steps",
-                    str(ZOO_DQN[task]["n_timesteps"]), "--eval-every", str(EVAL_EVERY),
-                    "--eval-episodes", str(EVAL_EPISODES), "--run-dir", str(run_dir),
-                    "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+    try:
+        subprocess.run(["funcsac", "train", "--env-id", task, "--seed", str(seeds[0]),
+                        "--num-seeds", str(len(seeds)), "--total-steps",
+                        str(ZOO_DQN[task]["n_timesteps"]), "--eval-every", str(EVAL_EVERY),
+                        "--eval-episodes", str(EVAL_EPISODES), *flags, "--run-dir",
+                        str(run_dir), *resume, "--no-progress"], check=True,
+                       stdout=subprocess.DEVNULL)
+    finally:
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        walls_path.write_text(json.dumps(walls + [time.perf_counter() - start]))
     curves = {s: [] for s in seeds}
     lines = (run_dir / "eval.csv").read_text().splitlines()
     header = lines[0].split(",")
@@ -98,25 +113,25 @@ def run_funcsac(task: str, seeds: list, run_dir: Path) -> dict:
         row = dict(zip(header, line.split(",")))
         curves[int(row.get("seed", seeds[0]))].append([int(row["step"]),
                                                         float(row["return_mean"])])
-    return {"curves": curves, "wall_s": time.perf_counter() - start}
+    return {"curves": curves, "wall_s": sum(json.loads(walls_path.read_text()))}
 
 
 def campaign(args) -> None:
     done = set()
     if args.results.exists():
-        done = {(r["library"], r["task"], r["seed"]) for r in
+        done = {(r["library"], r["task"], r["seed"], tuple(r.get("flags", ()))) for r in
                 map(json.loads, args.results.read_text().splitlines())}
-    seeds = list(range(1, args.num_seeds + 1))
+    seeds, flags = list(range(1, args.num_seeds + 1)), shlex.split(args.flags)
     for task in args.tasks.split(","):
-        if any(("funcsac", task, s) not in done for s in seeds):
-            with tempfile.TemporaryDirectory() as tmp:
-                result = run_funcsac(task, seeds, Path(tmp) / "run")
+        if any(("funcsac", task, s, tuple(flags)) not in done for s in seeds):
+            name = "-".join([task, f"seeds{len(seeds)}", *(f.lstrip("-") for f in flags)])
+            result = run_funcsac(task, seeds, args.runs_dir / name, flags)
             for s in seeds:
                 append(args.results, {"library": "funcsac", "task": task, "seed": s,
-                                      "curve": result["curves"][s],
+                                      "flags": flags, "curve": result["curves"][s],
                                       "wall_s": result["wall_s"] / len(seeds), "cpu": machine()})
         for s in seeds:
-            if ("sb3-dqn", task, s) not in done:
+            if ("sb3-dqn", task, s, ()) not in done:
                 out = subprocess.run([sys.executable, __file__, "--dqn-child", task, str(s)],
                                      check=True, capture_output=True, text=True).stdout
                 append(args.results, {"library": "sb3-dqn", "task": task, "seed": s,
@@ -131,24 +146,29 @@ def append(path: Path, row: dict) -> None:
 def report(args) -> None:
     rows = [json.loads(line) for line in args.results.read_text().splitlines() if line]
     lines = ["Discrete SAC with funcsac's defaults (one set for every task: target entropy "
-             "0.25 log n, 3-step transitions, learning after 2,000 random steps) against "
-             "stable-baselines3's DQN with rl-baselines3-zoo's tuned settings for each task "
-             "(`python bench/discrete.py`): the zoo's budget, seeds 1-3, 10 deterministic "
-             "episodes every 5,000 steps. Best: the best evaluation of each seed; final: the "
-             "last evaluation, mean ± std over the seeds. Learning only: no wall-clock figures "
-             "(the runs shared the machine with other work).", "",
+             "0.25 log n, 3-step transitions, learning after 2,000 random steps, each noise "
+             "draw held 1-32 steps) against stable-baselines3's DQN with rl-baselines3-zoo's "
+             "tuned settings for each task (`python bench/discrete.py`): the zoo's budget, seeds "
+             "1-3, 10 deterministic episodes every 5,000 steps. A funcsac row with flags ran "
+             "them beside the defaults (`--noise-hold 0 --noise-hold-max 16`: the defaults "
+             "before the held noise). Best: the best evaluation of each seed; final: the last "
+             "evaluation, mean ± std over the seeds. Learning only: no wall-clock figures (some "
+             "runs shared the machine with other work).", "",
              "| task | budget | library | best of each seed | final | CPU |",
              "|---|---|---|---|---|---|"]
+    groups = sorted({(r["library"], tuple(r.get("flags", ()))) for r in rows},
+                    key=lambda g: (g[0] != "funcsac", g[1] != (), g))
     for task in ZOO_DQN:
-        for library in ("funcsac", "sb3-dqn"):
-            runs = sorted((r for r in rows if r["task"] == task and r["library"] == library),
-                          key=lambda r: r["seed"])
+        for library, flags in groups:
+            runs = sorted((r for r in rows if r["task"] == task and r["library"] == library
+                           and tuple(r.get("flags", ())) == flags), key=lambda r: r["seed"])
             if not runs:
                 continue
             best = ", ".join(f"{max(v for _, v in r['curve']):.0f}" for r in runs)
             final = [r["curve"][-1][1] for r in runs]
             spread = statistics.stdev(final) if len(final) > 1 else 0.0
-            lines.append(f"| {task} | {ZOO_DQN[task]['n_timesteps']:,} | {library} | {best} | "
+            name = f"{library} `{shlex.join(flags)}`" if flags else library
+            lines.append(f"| {task} | {ZOO_DQN[task]['n_timesteps']:,} | {name} | {best} | "
                          f"{statistics.mean(final):.1f} ± {spread:.1f} | {runs[0]['cpu']} |")
     write_block("discrete", "\n".join(lines))
 
@@ -160,7 +180,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(ZOO_DQN))
     parser.add_argument("--num-seeds", type=int, default=3)
+    parser.add_argument("--flags", default="",
+                        help="funcsac train flags beside the defaults, one string")
     parser.add_argument("--results", type=Path, default=HERE / "discrete.jsonl")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs/discrete"),
+                        help="funcsac's run folders; an interrupted run continues there")
     parser.add_argument("--report", action="store_true")
     args = parser.parse_args()
     report(args) if args.report else campaign(args)

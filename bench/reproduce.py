@@ -104,11 +104,12 @@ def mujoco_table(results: Path) -> str:
 
 
 def discrete_table(results: Path) -> str:
-    """One row per task of the discrete campaign (funcsac's defaults), then the commands."""
+    """One row per task of the discrete campaign at funcsac's defaults (its rows without
+    flags), then the commands."""
     lines = ["| task | steps | best evaluation of each seed | final return | CPU |",
              "|---|---|---|---|---|"]
     commands = []
-    rows = [r for r in _rows(results) if r["library"] == "funcsac"]
+    rows = [r for r in _rows(results) if r["library"] == "funcsac" and not r.get("flags")]
     for task in ZOO_DQN:
         runs = sorted((r for r in rows if r["task"] == task), key=lambda r: r["seed"])
         if not runs:
