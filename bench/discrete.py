@@ -89,12 +89,11 @@ def run_funcsac(task: str, seeds: list, run_dir: Path, flags: list) -> dict:
     """``funcsac train`` with its defaults and ``flags``, the seeds vmapped, in ``run_dir``,
     continuing from its checkpoint where an earlier piece stopped: ``{"curves": {seed: [[step,
     return]]}, "wall_s"}`` (the pieces' wall time summed)."""
+    resuming = (run_dir / "checkpoint.pt").exists()
     # a folder without a checkpoint (a piece stopped before its first) is moved aside
-    resume = (["--resume"] if (run_dir / "checkpoint.pt").exists()
-              else ["--overwrite"] if run_dir.exists() else [])
+    resume = ["--resume"] if resuming else ["--overwrite"] if run_dir.exists() else []
     walls_path = run_dir.parent / (run_dir.name + ".walls.json")
-    walls = (json.loads(walls_path.read_text())
-             if resume == ["--resume"] and walls_path.exists() else [])
+    walls = json.loads(walls_path.read_text()) if resuming and walls_path.exists() else []
     start = time.perf_counter()
     try:
         subprocess.run(["funcsac", "train", "--env-id", task, "--seed", str(seeds[0]),

@@ -65,7 +65,7 @@ class Categorical(PolicyFamily):
     within 25,000 steps (seeds 1-6), 5,000 let 1 of 6 (rl-baselines3-zoo's DQN starts after 0 or
     1,000; ``bench/discrete.py`` has the comparison with DQN). Where the goal is far, as on
     MountainCar-v0, actions drawn afresh each step dither in place and never reach it (0 times
-    in 20,000 uniformly random steps, 3 seeds); held ones swing the car, reaching it 5-10 times
+    in 20,000 uniformly random steps, 3 seeds); held ones swing the car, reaching it 4-8 times
     in as many steps, and the held noise brought MountainCar seeds 1-3 from -200, -148, -200 to
     -114, -101, -99 at 20,000 steps, and Acrobot's to -120 or better by 10,000."""
 
