@@ -256,8 +256,10 @@ def test_acrobot_learns_with_the_defaults(tmp_path):
     cfg = funcsac.TrainConfig(env_id="Acrobot-v1", total_steps=25_000, eval_every=2500,
                               eval_episodes=5, seed=1, num_seeds=3, checkpoint_every=0,
                               progress=False)
-    # the family's defaults: 3-step transitions, 0.25 log n, learning after 2,000 random steps
+    # the family's defaults: 3-step transitions, 0.25 log n, learning after 2,000 random steps,
+    # each noise draw held 1-32 steps
     assert cfg.n_step is None and cfg.target_entropy is None and cfg.learning_starts is None
+    assert cfg.noise_hold is None and cfg.noise_hold_max is None
     evals = funcsac.train(cfg, tmp_path).evals
     best = [max(e.return_mean for e in evals if e.agent == i) for i in range(3)]
     assert min(best) >= -120, evals
