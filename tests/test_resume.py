@@ -169,11 +169,13 @@ def test_explicit_none_flag_overrides_config_file_and_resumed_value(tmp_path):
     assert saved["agent"]["num_target_critics"] == 2
 
 
-@pytest.mark.parametrize("env_id", ["Pendulum-v1", "HalfCheetah-v5", "Hopper-v5", "Ant-v5",
-                                    "Humanoid-v5"])
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "CartPole-v1", "Acrobot-v1", "MountainCar-v0",
+                                    "MountainCarContinuous-v0", "HalfCheetah-v5", "Hopper-v5",
+                                    "Ant-v5", "Humanoid-v5"])
 def test_env_saved_as_data_continues_step_for_step(env_id):
     """An env restored into a fresh instance (through torch.load(weights_only=True)) gives the
-    same observations, rewards, ends and resets as the original, for 150 steps after the save."""
+    same observations, rewards, ends and resets as the original, for 150 steps after the save
+    (MountainCar's state is a tuple after its first step: it is saved as one)."""
     import io
 
     import gymnasium as gym

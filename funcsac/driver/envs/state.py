@@ -75,7 +75,9 @@ def _encode(value):
         return {"npscalar": torch.from_numpy(np.array(value))}
     if isinstance(value, dict):
         return {"dict": {k: _encode(v) for k, v in value.items()}}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
         return {"list": [_encode(v) for v in value]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"value": value}
@@ -94,6 +96,8 @@ def _decode(value):
         return {k: _decode(v) for k, v in x.items()}
     if tag == "list" and isinstance(x, list):
         return [_decode(v) for v in x]
+    if tag == "tuple" and isinstance(x, list):
+        return tuple(_decode(v) for v in x)
     if tag == "value" and (x is None or isinstance(x, (bool, int, float, str))):
         return x
     raise EnvStateError(f"malformed saved environment value tagged {tag!r}")
@@ -104,16 +108,23 @@ _SKIPPED = {"env", "_saved_kwargs", "_ezpickle_args", "_ezpickle_kwargs", "spec"
             "_np_random"}
 
 
+def _plain(value) -> bool:
+    """Whether ``value`` is plain data: a number, string, array, or a tuple or list of them (as
+    MountainCar's ``state``, a tuple of floats after its first step)."""
+    return isinstance(value, _PLAIN) or (isinstance(value, (tuple, list))
+                                         and all(_plain(v) for v in value))
+
+
 def save_attributes(layer) -> EnvData:
-    """The layer's instance attributes that are plain data (numbers, strings, arrays, running
-    statistics); spaces, specs, renderers and the wrapped env are left out."""
+    """The layer's instance attributes that are plain data (``_plain``, and running statistics);
+    spaces, specs, renderers and the wrapped env are left out."""
     data = {}
     for k, v in vars(layer).items():
         if k in _SKIPPED:
             continue
         if isinstance(v, RunningMeanStd):
             data[k] = {"running_mean_std": [v.mean, v.var, v.count]}
-        elif isinstance(v, _PLAIN):
+        elif _plain(v):
             data[k] = v
     return data
 
