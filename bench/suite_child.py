@@ -51,13 +51,14 @@ LIKE_SBX = {
     "droq@sbx": ("droq", "droq", {**_SBX_ACTOR, "critic_dropout": 0.01, "target_entropy": None,
                                   "actor_q_reduction": "min"}),
 }
-# each with bfloat16 products (--precision bf16), beside the same sbx runs
-LIKE_SBX.update({f"{algo}-bf16": (peer, name, {**settings, "precision": "bf16"})
-                 for algo, (peer, name, settings) in list(LIKE_SBX.items())})
+# any algorithm of the campaign with this suffix: the same run with bfloat16 products
+# (--precision bf16), beside the same sbx runs
+BF16 = "-bf16"
 
 
 def peer_of(algo: str) -> str:
     """The sbx algorithm a funcsac algorithm of the campaign is compared with."""
+    algo = algo.removesuffix(BF16)
     return LIKE_SBX[algo][0] if algo in LIKE_SBX else algo
 
 
@@ -78,6 +79,9 @@ def earlier_wall(run_dir: Path) -> float:
 
 def preset_and_settings(algo: str) -> tuple:
     """The preset a campaign algorithm runs and its settings over that preset."""
+    if algo.endswith(BF16):
+        name, settings = preset_and_settings(algo.removesuffix(BF16))
+        return name, {**settings, "precision": "bf16"}
     return LIKE_SBX[algo][1:] if algo in LIKE_SBX else (algo, {})
 
 
@@ -89,7 +93,7 @@ def campaign_settings(task: str, algo: str, budget: int, seeds: int) -> dict:
     from funcsac.driver.presets import preset
 
     name, _ = preset_and_settings(algo)
-    own = {} if algo in LIKE_SBX else preset(name, task)
+    own = {} if algo.removesuffix(BF16) in LIKE_SBX else preset(name, task)
     shared = {"learning_starts": learning_starts(budget), "batch_size": 256}
     return {"env_id": task, "total_steps": budget, "eval_every": eval_every(budget),
             "eval_episodes": EVAL_EPISODES, "num_seeds": seeds,

@@ -85,3 +85,21 @@ def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(monkeypatch):
             assert sac.hidden_sizes == (256, 256), algo
             fields = [k for k in settings if k != "target_entropy" and hasattr(sac, k)]
             assert {k: getattr(sac, k) for k in fields} == {k: settings[k] for k in fields}
+
+
+def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(monkeypatch):
+    """``ALGO-bf16``: ALGO's preset, settings, peer and campaign settings, with ``precision``
+    bf16 added (a preset's own batch and start kept, as without the suffix)."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    from suite_child import campaign_settings, peer_of, preset_and_settings
+    for algo in ("sac", "flashsac", "crossq@sbx", "tqc@sbx"):
+        name, settings = preset_and_settings(algo)
+        assert preset_and_settings(algo + "-bf16") == (name, {**settings, "precision": "bf16"})
+        assert peer_of(algo + "-bf16") == peer_of(algo)
+        for task in ("HalfCheetah-v5", "Hopper-v5"):
+            assert (campaign_settings(task, algo + "-bf16", 100_000, 3)
+                    == campaign_settings(task, algo, 100_000, 3))
+    assert "batch_size" not in campaign_settings("Hopper-v5", "flashsac-bf16", 100_000, 1)
+    assert campaign_settings("Hopper-v5", "sac-bf16", 100_000, 1)["batch_size"] == 256
