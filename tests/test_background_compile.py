@@ -2,6 +2,7 @@
 it: the child builds exactly the run's step (the same store key), the run switches when the child
 is done, compiles in its own process when the child fails, and a run shorter than the compile
 ends eagerly, with an eager run's numbers, and stops the child."""
+import json
 import logging
 import sys
 import time
@@ -13,7 +14,7 @@ import torch
 import funcsac
 from funcsac.driver.run import learner
 from funcsac.driver.envs.spec import EnvSpec
-from funcsac.compile.stored import artifact_path
+from funcsac.compile.stored import artifact_path, kernel_threads
 from helpers import TINY, eval_rows
 
 # a background compile builds into the store, which serves one torch release
@@ -142,3 +143,46 @@ def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path
     assert threads == [1, 1, 1, 1]
     assert child.args[0] == sys.executable
     assert eval_rows(tmp_path / "cold") == eval_rows(tmp_path / "eager")
+
+
+def test_the_store_key_holds_the_threads_the_kernels_are_for(monkeypatch):
+    """Inductor's CPU kernels run their parallel loops on the thread count they were compiled
+    under: a step compiled with 1 thread is another artifact than one with 2, and
+    ``cpp.threads`` fixes the count whatever torch's."""
+    import torch._inductor.config as inductor
+    from funcsac.compile.stored import artifact_key
+
+    config = funcsac.TrainConfig(**TINY)
+    sac_config = config.sac_config(SPEC.obs_dim, SPEC.act_dim, SPEC.policy)
+    fn = learner.step_functions(config, 1)[NAME]
+    args = (learner.initial_state(config, sac_config),
+            learner.example_batches(config, SPEC, sac_config, 1))
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(inductor.cpp, "threads", 0)
+    try:
+        keys = {}
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            keys[n] = artifact_key(fn, args, NAME)
+        monkeypatch.setattr(inductor.cpp, "threads", 2)
+        torch.set_num_threads(1)
+        fixed = artifact_key(fn, args, NAME)
+    finally:
+        torch.set_num_threads(threads)
+    assert keys[1] != keys[2] and fixed == keys[2]
+
+
+def test_the_child_compiles_for_the_runs_threads_not_its_own(monkeypatch, tmp_path):
+    """The child works with one thread (``OMP_NUM_THREADS=1``) but builds the kernels, and their
+    key, for the thread count of the run that sent the request."""
+    import torch._inductor.config as inductor
+
+    monkeypatch.setattr(inductor.cpp, "threads", 0)
+    request = learner.build_request(funcsac.TrainConfig(**TINY), SPEC, {})
+    assert request["threads"] == torch.get_num_threads()
+    request["threads"] = 5
+    (tmp_path / "request.json").write_text(json.dumps(request))
+    seen = []
+    monkeypatch.setattr(learner, "watch_parent", lambda: None)
+    monkeypatch.setattr(learner, "build", lambda r: seen.append(kernel_threads()) or 0)
+    assert learner.main(str(tmp_path / "request.json")) == 0 and seen == [5]

@@ -185,17 +185,25 @@ def _chosen_code(config) -> tuple:
             config.encoder_factory)
 
 
+def kernel_threads() -> int:
+    """The threads inductor specialises a compile's CPU kernels for (its parallel loops run on
+    exactly that many): its ``cpp.threads`` where set, else torch's thread count now."""
+    import torch._inductor.config as inductor
+
+    return inductor.cpp.threads if inductor.cpp.threads > 0 else torch.get_num_threads()
+
+
 def artifact_key(fn: Callable, args: tuple, name: str) -> str:
     """The store key of ``fn`` named ``name`` compiled for ``args``: a hash of ``name``, the
     fingerprint of ``fn`` and of the code each state's config chooses, ``signature(args)`` with
-    each config as ``_keyed_config`` gives it, and ``_environment()``. Raises
+    each config as ``_keyed_config`` gives it, ``kernel_threads()`` and ``_environment()``. Raises
     ``Unfingerprintable`` for code or inputs without a description that holds across
     processes."""
     states = [x for x in args if isinstance(x, SACState)]
     code = fingerprint((fn, [_chosen_code(s.config) for s in states]))
     keyed = tuple(x.replace(static=static_for(_keyed_config(x.config)))
                   if isinstance(x, SACState) else x for x in args)
-    text = f"{name}\n{code}\n{signature(keyed)}"
+    text = f"{name}\n{code}\n{signature(keyed)}\nthreads {kernel_threads()}"
     if " at 0x" in text:
         raise Unfingerprintable("the inputs' structure", "holds an object described by its "
                                 "address, which differs between processes")

@@ -31,7 +31,7 @@ import torch
 
 from ...registry import POLICIES, algorithm_of, variant_of
 from ...state import SACConfig, SACState, init_state
-from ...compile.stored import artifact_path, compile_stored
+from ...compile.stored import artifact_path, compile_stored, kernel_threads
 from ...updates import update, update_with_aux
 from ...utd import make_update_many
 from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
@@ -243,12 +243,12 @@ class Learner:
 
 def build_request(config: TrainConfig, spec: EnvSpec, paths: Dict[str, Path]) -> dict:
     """What a child process needs to build the run's steps (plain values): the run's
-    configuration, its environment's spec, the modules to import and the steps' store paths by
-    their names."""
+    configuration, its environment's spec, the modules to import, the steps' store paths by
+    their names and the threads their kernels are for (the run's, not the child's one)."""
     sac_config = config.agent_config(spec)
     return {"config": config.to_dict(), "env": spec.to_dict(),
             "paths": {name: str(path) for name, path in paths.items()},
-            "modules": _code_modules(sac_config)}
+            "modules": _code_modules(sac_config), "threads": kernel_threads()}
 
 
 def requested_steps(request: dict) -> Tuple[Dict[str, Callable], tuple]:
@@ -290,6 +290,11 @@ def build(request: dict) -> int:
 def main(request_path: str) -> int:
     """The child process: ``build`` the request in the file ``request_path``; it ends with the
     run that started it."""
+    import torch._inductor.config as inductor
+
     watch_parent()
     torch.set_flush_denormal(True)
-    return build(json.loads(Path(request_path).read_text()))
+    request = json.loads(Path(request_path).read_text())
+    # the kernels for the run's threads (keyed so), not for the one this child works with
+    inductor.cpp.threads = request["threads"]
+    return build(request)
