@@ -145,7 +145,7 @@ def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path
     assert eval_rows(tmp_path / "cold") == eval_rows(tmp_path / "eager")
 
 
-def test_the_store_key_holds_the_threads_the_kernels_are_for(monkeypatch):
+def test_the_store_key_holds_the_threads_the_kernels_are_for():
     """Inductor's CPU kernels run their parallel loops on the thread count they were compiled
     under: a step compiled with 1 thread is another artifact than one with 2, and
     ``cpp.threads`` fixes the count whatever torch's."""
@@ -158,15 +158,15 @@ def test_the_store_key_holds_the_threads_the_kernels_are_for(monkeypatch):
     args = (learner.initial_state(config, sac_config),
             learner.example_batches(config, SPEC, sac_config, 1))
     threads = torch.get_num_threads()
-    monkeypatch.setattr(inductor.cpp, "threads", 0)
     try:
         keys = {}
-        for n in (1, 2):
-            torch.set_num_threads(n)
-            keys[n] = artifact_key(fn, args, NAME)
-        monkeypatch.setattr(inductor.cpp, "threads", 2)
-        torch.set_num_threads(1)
-        fixed = artifact_key(fn, args, NAME)
+        with inductor.patch({"cpp.threads": 0}):
+            for n in (1, 2):
+                torch.set_num_threads(n)
+                keys[n] = artifact_key(fn, args, NAME)
+        with inductor.patch({"cpp.threads": 2}):
+            torch.set_num_threads(1)
+            fixed = artifact_key(fn, args, NAME)
     finally:
         torch.set_num_threads(threads)
     assert keys[1] != keys[2] and fixed == keys[2]
@@ -177,12 +177,14 @@ def test_the_child_compiles_for_the_runs_threads_not_its_own(monkeypatch, tmp_pa
     key, for the thread count of the run that sent the request."""
     import torch._inductor.config as inductor
 
-    monkeypatch.setattr(inductor.cpp, "threads", 0)
-    request = learner.build_request(funcsac.TrainConfig(**TINY), SPEC, {})
-    assert request["threads"] == torch.get_num_threads()
-    request["threads"] = 5
-    (tmp_path / "request.json").write_text(json.dumps(request))
     seen = []
     monkeypatch.setattr(learner, "watch_parent", lambda: None)
+    monkeypatch.setattr(torch, "set_flush_denormal", lambda on: True)  # the child's alone
     monkeypatch.setattr(learner, "build", lambda r: seen.append(kernel_threads()) or 0)
-    assert learner.main(str(tmp_path / "request.json")) == 0 and seen == [5]
+    with inductor.patch({"cpp.threads": 0}):  # and back to it after main sets it
+        request = learner.build_request(funcsac.TrainConfig(**TINY), SPEC, {})
+        assert request["threads"] == torch.get_num_threads()
+        request["threads"] = 5
+        (tmp_path / "request.json").write_text(json.dumps(request))
+        assert learner.main(str(tmp_path / "request.json")) == 0 and seen == [5]
+    assert kernel_threads() == torch.get_num_threads()
