@@ -4,13 +4,16 @@ for that precision:
 
     python bench/precision.py [--presets sac,crossq,tqc,simba,simbav2,flashsac,bro]
                               [--precisions fp32,bf16] [--env-id HalfCheetah-v5] [--write]
+                              [--profile]
 
 Sizes: the preset's settings for the task (HalfCheetah-v5: 17 observations, 6 actions) and its
 batch. A row is one gradient step (the actor's too); per env step is that times the preset's
 ``utd``. The bound: the step's product FLOPs (forward and backward, torch's formulas) over the
 median rate of ``[batch, width] @ [width, width]`` at the preset's widest layer in that
 precision. Interleaved: each round times every row once; medians over 5 rounds. ``--write``
-puts the table in bench/RESULTS.md.
+puts the table in bench/RESULTS.md. ``--profile``: instead of the table, where each row's compiled
+step goes (torch.profiler over 10 steps, each inductor kernel named): the products, inductor's
+fused kernels and the rest, and the largest ops.
 """
 import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import argparse
@@ -19,6 +22,7 @@ import statistics
 import funcsac  # noqa: F401  before torch, as funcsac train
 import funcsac.platform.cpu
 import torch
+import torch._inductor.config
 
 from measure import count_flops, median_us
 from results_md import machine, write_block
@@ -47,8 +51,10 @@ def main() -> None:
                         help="fp32 alone on a CPU without bf16 products (bf16 is emulated there)")
     parser.add_argument("--env-id", default="HalfCheetah-v5")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     torch.set_flush_denormal(True)
+    torch._inductor.config.cpp.enable_kernel_profile = args.profile
     torch._dynamo.config.cache_size_limit = 64  # one compiled update per row
     rows = {}
     for name in args.presets.split(","):
@@ -64,6 +70,10 @@ def main() -> None:
                 cfg=cfg, utd=settings.utd, eager=eager, compiled=compiled, times=([], []),
                 flops=count_flops(eager), shape=(settings.batch_size, width),
                 dtype=torch.bfloat16 if precision == "bf16" else torch.float32, rates=[])
+    if args.profile:
+        for (name, precision), row in rows.items():
+            print(f"{name} {precision}:\n{profile(row['compiled'])}")
+        return
     for _ in range(ROUNDS):
         for row in rows.values():
             row["times"][0].append(median_us(row["eager"], 1, 3) / 1e3)
@@ -89,6 +99,24 @@ def main() -> None:
     print(table)
     if args.write:
         write_block("precision", table)
+
+
+def profile(step, calls: int = 10, top: int = 12) -> str:
+    """Milliseconds a call of ``step`` spends in matrix products, in inductor's fused kernels and
+    elsewhere (self CPU time), and its ``top`` largest ops."""
+    with torch.profiler.profile() as prof:
+        for _ in range(calls):
+            step()
+    ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    groups = {"products": 0.0, "fused kernels": 0.0, "rest": 0.0}
+    for op in ops:
+        group = ("products" if op.key in ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm")
+                 else "fused kernels" if "cpp_fused" in op.key else "rest")
+        groups[group] += op.self_cpu_time_total / calls / 1e3
+    lines = ["  " + ", ".join(f"{g} {ms:.2f} ms" for g, ms in groups.items())]
+    lines += [f"  {op.self_cpu_time_total / calls / 1e3:7.3f} ms  x{op.count // calls:<4d} "
+              f"{op.key[:100]}" for op in ops[:top]]
+    return "\n".join(lines)
 
 
 def _bf16_flags() -> str:
