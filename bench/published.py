@@ -41,3 +41,13 @@ def published_at_100k(preset: str, task: str):
         if method == (name, setting) and task.split("-")[0] in figures:
             return f"{name} ({setting}, v4)", figures[task.split("-")[0]], source
     return None
+
+
+def published_table() -> str:
+    """The published 100k figures, one row a method (Markdown)."""
+    tasks = ["HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid"]
+    lines = ["| method | " + " | ".join(tasks) + " | source |", "|---" * (len(tasks) + 2) + "|"]
+    for (name, setting, source), figures in AT_100K.items():
+        lines.append(f"| {name} ({setting}) | " + " | ".join(
+            f"{figures[t]:,}" if t in figures else "-" for t in tasks) + f" | `{source}` |")
+    return "\n".join(lines)

@@ -14,7 +14,7 @@ os.environ.setdefault("FUNCSAC_MKL_VENDOR_CHECK", "auto")  # as suite_child's fi
 from discrete import EVAL_EPISODES as DISCRETE_EPISODES  # noqa: E402
 from discrete import EVAL_EVERY as DISCRETE_EVERY  # noqa: E402
 from discrete import ZOO_DQN  # noqa: E402
-from published import AT_100K, published_at_100k  # noqa: E402
+from published import published_at_100k, published_table  # noqa: E402
 from results_md import cpu_of, mean_std, write_block  # noqa: E402
 from suite_child import campaign_settings, preset_and_settings  # noqa: E402
 
@@ -121,16 +121,6 @@ def discrete_table(results: Path) -> str:
         commands.append((f"{task}, {ZOO_DQN[task]['n_timesteps']:,} steps",
                          discrete_command(task, len(runs))))
     return "\n".join(lines) + "\n\n" + _commands(commands)
-
-
-def published_table() -> str:
-    """The published 100k figures (``bench/published.py``), one row a method."""
-    tasks = ["HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid"]
-    lines = ["| method | " + " | ".join(tasks) + " | source |", "|---" * (len(tasks) + 2) + "|"]
-    for (name, setting, source), figures in AT_100K.items():
-        lines.append(f"| {name} ({setting}) | " + " | ".join(
-            f"{figures[t]:,}" if t in figures else "-" for t in tasks) + f" | `{source}` |")
-    return "\n".join(lines)
 
 
 def main(argv=None) -> None:

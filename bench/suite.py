@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from published import CLEANRL_SAC_1M, MRQ
+from published import CLEANRL_SAC_1M, MRQ, published_at_100k, published_table
 from results_md import cpu_of, machine, mean_std, write_block
-from suite_child import PIECES, SBX, peer_of
+from suite_child import PIECES, SBX, peer_of, preset_and_settings
 
 HERE = Path(__file__).parent
 STOP_TIMEOUT_S = 120  # how long an interrupted child may take to stop before it is killed
@@ -106,6 +106,16 @@ def campaign(args) -> None:
                       f"{[round(r) for r in final]}", flush=True)
 
 
+def published_figure(algo: str, task: str, budget: int) -> str:
+    """The published figure a row stands beside: at 100k its preset's own method's (FlashSAC's
+    for ``flashsac``), else MR.Q's at ``budget``; ``"-"`` where neither has one."""
+    own = published_at_100k(preset_and_settings(algo)[0], task) if budget == 100_000 else None
+    if own:
+        return f"{own[1]:,} ({own[0].split(' (')[0]})"
+    mrq = MRQ.get(task.split("-")[0], {}).get(budget)
+    return f"{mrq:,} (MR.Q)" if mrq else "-"
+
+
 def report(results: Path, image: Path) -> str:
     rows = [json.loads(line) for line in results.read_text().splitlines() if line]
     groups = {}
@@ -118,7 +128,8 @@ def report(results: Path, image: Path) -> str:
              "start, as flashsac and bro, keeps them); final return: the last evaluation "
              "(10 deterministic episodes), mean ± std over seeds; wall: all processes of the "
              "row, and the wall time a seed costs against sbx's (`python bench/suite.py`). "
-             "Published figures are not measured here. A plain algorithm's row is not like for "
+             "Published: the row's own method's seed mean at 100k (FlashSAC's for flashsac, "
+             "SAC's for sac), else MR.Q's at that budget; not measured here. A plain algorithm's row is not like for "
              "like: each library runs its own defaults beside those shared settings; for SAC, "
              "funcsac's (CleanRL's: critic and temperature learning rates 1e-3, the log-std "
              "tanh-squashed to [-5, 2], torch's initialisation) against sbx's (3e-4 for all "
@@ -129,7 +140,7 @@ def report(results: Path, image: Path) -> str:
     for budget in sorted({b for b, *_ in groups}):
         lines += [f"### {budget:,} steps", "",
                   "| task | algorithm | funcsac return | sbx return | funcsac wall s (seeds) | "
-                  "sbx wall s (seeds) | wall a seed vs sbx | CPU | MR.Q (published, v4) |",
+                  "sbx wall s (seeds) | wall a seed vs sbx | CPU | published (v4) |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for (b, task, algo, library), rs in sorted(groups.items()):
             if b != budget or library != "funcsac":
@@ -145,7 +156,7 @@ def report(results: Path, image: Path) -> str:
             theirs_shared = any(r.get("shared_machine") for r in sbx)
             shared = ours_shared or theirs_shared
             ratio = (wall / len(ours)) / (sbx_wall / len(theirs)) if same_cpu else None
-            published = MRQ.get(task.split("-")[0], {}).get(budget)
+            published = published_figure(algo, task, budget)
             cells = [task, algo, mean_std(ours), mean_std(theirs),
                      "- (machine shared)" if ours_shared else f"{wall:,.0f} ({len(ours)})",
                      "-" if not sbx else "- (machine shared)" if theirs_shared
@@ -153,11 +164,14 @@ def report(results: Path, image: Path) -> str:
                      "-" if shared or not sbx else f"{ratio:.2f}" if same_cpu
                      else "- (another CPU)",
                      cpu_of(rs[0]["machine"]),
-                     f"{published:,}" if published else "-"]
+                     published]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    lines.append("CleanRL's SAC at 1M steps (published, MuJoCo v4): " + ", ".join(
-        f"{k} {v:,}" for k, v in CLEANRL_SAC_1M.items()) + ".")
+    lines += ["### Published at 100,000 steps", "",
+              "Seed means at the evaluation nearest 100,000 steps, from the authors' result "
+              "files, Gymnasium MuJoCo v4; not measured here.", "", published_table(), "",
+              "CleanRL's SAC at 1M steps (published, MuJoCo v4): " + ", ".join(
+                  f"{k} {v:,}" for k, v in CLEANRL_SAC_1M.items()) + "."]
     lines += ["", f"![return against env steps and wall-clock seconds]({image.name})"]
     plot(groups, image)
     return "\n".join(lines)

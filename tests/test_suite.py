@@ -103,3 +103,18 @@ def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(m
                     == campaign_settings(task, algo, 100_000, 3))
     assert "batch_size" not in campaign_settings("Hopper-v5", "flashsac-bf16", 100_000, 1)
     assert campaign_settings("Hopper-v5", "sac-bf16", 100_000, 1)["batch_size"] == 256
+
+
+def test_each_row_stands_beside_its_own_methods_published_figure(monkeypatch):
+    """At 100k a preset's row shows its paper's figure (FlashSAC's for flashsac, with or without
+    bf16 or sbx's settings), a preset without one MR.Q's, and a budget no one published none."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    from suite import published_figure
+    assert published_figure("flashsac-bf16", "HalfCheetah-v5", 100_000) == "9,815 (FlashSAC)"
+    assert published_figure("simbav2-utd1", "Hopper-v5", 100_000) == "893 (SimbaV2)"
+    assert published_figure("sac@sbx", "Walker2d-v5", 100_000) == "690 (SAC)"
+    assert published_figure("tqc", "Ant-v5", 100_000) == "2,801 (MR.Q)"
+    assert published_figure("crossq", "Humanoid-v5", 300_000) == "4,997 (MR.Q)"
+    assert published_figure("crossq@sbx", "Hopper-v5", 50_000) == "-"
