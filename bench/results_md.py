@@ -33,11 +33,15 @@ def blocks(path: Path = RESULTS_MD) -> list:
 
 
 def machine() -> str:
-    """The CPU model, its widest vector ISA and its core count, as every table names them."""
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+    """The CPU model, its widest vector ISA with its bf16 products (AMX, else AVX512-BF16) and its
+    core count, as every table names them: ``Intel(R) Xeon(R) Processor (AVX-512, AMX), 2
+    cores``."""
+    info = open("/proc/cpuinfo").read()
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
                   if line.startswith("model name")), platform.processor())
-    isa = "AVX-512" if "avx512f" in open("/proc/cpuinfo").read() else "AVX2"
-    return f"{model} ({isa}), {os.cpu_count()} cores"
+    isa = "AVX-512" if "avx512f" in info else "AVX2"
+    bf16 = ", AMX" if "amx_bf16" in info else ", AVX512-BF16" if "avx512_bf16" in info else ""
+    return f"{model} ({isa}{bf16}), {os.cpu_count()} cores"
 
 
 def mean_std(values: list) -> str:
@@ -49,5 +53,6 @@ def mean_std(values: list) -> str:
 
 
 def cpu_of(machine_text: str) -> str:
-    """A ``machine()`` string without its core count: ``AMD EPYC (AVX2)``."""
-    return machine_text.rsplit(",", 1)[0]
+    """A ``machine()`` string without its core count and trademarks: ``AMD EPYC (AVX2)``,
+    ``Intel Xeon (AVX-512, AMX)``."""
+    return (machine_text.rsplit(",", 1)[0].replace("(R)", "").replace(" Processor", ""))
