@@ -20,9 +20,9 @@ from funcsac.driver.run import collector, learner
 
 
 def timed(times: list, fn):
-    def wrapper(*args):
+    def wrapper(*args, **kwargs):
         start = time.perf_counter()
-        out = fn(*args)
+        out = fn(*args, **kwargs)
         times.append(time.perf_counter() - start)
         return out
     return wrapper
