@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import machine, write_block
+from results_md import cpu_of, machine, write_block
 
 HERE = Path(__file__).parent
 EVAL_EVERY, EVAL_EPISODES = 5000, 10
@@ -151,8 +151,8 @@ def report(args) -> None:
              "1-3, 10 deterministic episodes every 5,000 steps. A funcsac row with flags ran "
              "them beside the defaults (`--noise-hold 0 --noise-hold-max 16`: the defaults "
              "before the held noise). Best: the best evaluation of each seed; final: the last "
-             "evaluation, mean ± std over the seeds. Learning only: no wall-clock figures (some "
-             "runs shared the machine with other work).", "",
+             "evaluation, mean ± std over the seeds. 2 cores each. Learning only: no wall-clock "
+             "figures (some runs shared the machine with other work).", "",
              "| task | budget | library | best of each seed | final | CPU |",
              "|---|---|---|---|---|---|"]
     groups = sorted({(r["library"], tuple(r.get("flags", ()))) for r in rows},
@@ -168,7 +168,8 @@ def report(args) -> None:
             spread = statistics.stdev(final) if len(final) > 1 else 0.0
             name = f"{library} `{shlex.join(flags)}`" if flags else library
             lines.append(f"| {task} | {ZOO_DQN[task]['n_timesteps']:,} | {name} | {best} | "
-                         f"{statistics.mean(final):.1f} ± {spread:.1f} | {runs[0]['cpu']} |")
+                         f"{statistics.mean(final):.1f} ± {spread:.1f} | "
+                         f"{cpu_of(runs[0]['cpu'])} |")
     write_block("discrete", "\n".join(lines))
 
 
