@@ -55,4 +55,4 @@ def mean_std(values: list) -> str:
 def cpu_of(machine_text: str) -> str:
     """A ``machine()`` string without its core count and trademarks: ``AMD EPYC (AVX2)``,
     ``Intel Xeon (AVX-512, AMX)``."""
-    return (machine_text.rsplit(",", 1)[0].replace("(R)", "").replace(" Processor", ""))
+    return machine_text.rsplit(",", 1)[0].replace("(R)", "").replace(" Processor", "")

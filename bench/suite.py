@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from published import CLEANRL_SAC_1M, MRQ, published_at_100k, published_table
+from published import (CLEANRL_SAC_1M, METHOD_OF_PRESET, MRQ, published_at_100k,
+                       published_table)
 from results_md import cpu_of, machine, mean_std, write_block
 from suite_child import PIECES, SBX, peer_of, preset_and_settings
 
@@ -109,9 +110,10 @@ def campaign(args) -> None:
 def published_figure(algo: str, task: str, budget: int) -> str:
     """The published figure a row stands beside: at 100k its preset's own method's (FlashSAC's
     for ``flashsac``), else MR.Q's at ``budget``; ``"-"`` where neither has one."""
-    own = published_at_100k(preset_and_settings(algo)[0], task) if budget == 100_000 else None
+    preset = preset_and_settings(algo)[0]
+    own = published_at_100k(preset, task) if budget == 100_000 else None
     if own:
-        return f"{own[1]:,} ({own[0].split(' (')[0]})"
+        return f"{own[1]:,} ({METHOD_OF_PRESET[preset][0]})"
     mrq = MRQ.get(task.split("-")[0], {}).get(budget)
     return f"{mrq:,} (MR.Q)" if mrq else "-"
 
