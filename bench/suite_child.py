@@ -28,10 +28,12 @@ PIECES = "suite-pieces.json"  # wall seconds of the run's earlier pieces (writte
 CURVE = "suite-curve.json"
 # sbx's algorithm for each peer name, with its settings over sbx's defaults: DroQ is sbx's SAC
 # with dropout and LayerNorm critics, 20 gradient steps an env step and an actor step every 20
-# (sbx's README, "Note about DroQ"; sbx >= 0.16 has no DroQ class)
+# (sbx's README, "Note about DroQ"; sbx >= 0.16 has no DroQ class); SimBa is sbx's SAC with its
+# SimbaPolicy (sbx/sac/policies.py: SimBa's residual blocks, AdamW)
 SBX = {"sac": ("SAC", {}), "crossq": ("CrossQ", {}), "tqc": ("TQC", {}),
        "droq": ("SAC", {"gradient_steps": 20, "policy_delay": 20,
-                        "policy_kwargs": {"dropout_rate": 0.01, "layer_norm": True}})}
+                        "policy_kwargs": {"dropout_rate": 0.01, "layer_norm": True}}),
+       "simba": ("SAC", {"policy": "SimbaPolicy"})}
 # funcsac set to a peer's own settings, by name: (the sbx algorithm it is compared with, the
 # preset, the settings over it), at the campaign's 256 x 256 networks on both sides. sbx's
 # actors (sbx/common/policies.py): the log-std clipped to [-20, 2], flax's Dense init
@@ -39,7 +41,12 @@ SBX = {"sac": ("SAC", {}), "crossq": ("CrossQ", {}), "tqc": ("TQC", {}),
 # critics and the temperature. CrossQ (sbx/crossq/crossq.py): the crossq preset's settings
 # (sbx's) at 256-wide critics. TQC (sbx/tqc): 2 critics of 25 quantiles, 2 dropped per critic on
 # every task. DroQ (sbx's SAC as above): dropout 0.01 on every task, the target entropy
-# -act_dim, the actor against the min of the critics.
+# -act_dim, the actor against the min of the critics. SAC with SimBa networks (sbx's
+# SimbaSACPolicy, sbx/common/policies.py and jax_layers.py): sbx's SAC on networks of 2 residual
+# blocks of width 256 (an embedding, per block x + Dense(ReLU(Dense_4w(LayerNorm(x)))), a final
+# LayerNorm) for the actor and each critic, no observation normalisation, optax.adamw's default
+# weight decay 1e-4 on every parameter of both (the temperature's Adam without); the embedding
+# and the heads start orthogonal here, lecun-normal there (the blocks He-normal on both sides).
 _SBX_ACTOR = {"log_std_squash": "clip", "log_std_min": -20.0, "weight_init": "lecun_normal"}
 _WIDTHS = {"hidden_sizes": (256, 256), "actor_hidden_sizes": (256, 256)}
 LIKE_SBX = {
@@ -50,6 +57,10 @@ LIKE_SBX = {
                                "drop_quantiles": 2}),
     "droq@sbx": ("droq", "droq", {**_SBX_ACTOR, "critic_dropout": 0.01, "target_entropy": None,
                                   "actor_q_reduction": "min"}),
+    "simba@sbx": ("simba", "sac", {"actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4,
+                                   "log_std_squash": "clip", "log_std_min": -20.0,
+                                   "network": "simba", **_WIDTHS, "weight_decay": 1e-4,
+                                   "weight_decay_on": "all"}),
 }
 # any algorithm of the campaign with this suffix: the same run with bfloat16 products
 # (--precision bf16), beside the same sbx runs
@@ -150,8 +161,10 @@ def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
     name, settings = SBX[algo]
     net = ({"net_arch": {"pi": [256, 256], "qf": [256, 256]}} if algo == "crossq"
            else {"net_arch": [256, 256]})
-    settings = {**settings, "policy_kwargs": {**net, **settings.get("policy_kwargs", {})}}
-    model = getattr(sbx, name)("MlpPolicy", gym.make(task), batch_size=256,
+    policy = settings.get("policy", "MlpPolicy")
+    settings = {**{k: v for k, v in settings.items() if k != "policy"},
+                "policy_kwargs": {**net, **settings.get("policy_kwargs", {})}}
+    model = getattr(sbx, name)(policy, gym.make(task), batch_size=256,
                                learning_starts=learning_starts(budget), buffer_size=1_000_000,
                                seed=seed, verbose=0, **settings)
     start = time.perf_counter()

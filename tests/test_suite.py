@@ -87,6 +87,49 @@ def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(monkeypatch):
             assert {k: getattr(sac, k) for k in fields} == {k: settings[k] for k in fields}
 
 
+def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(monkeypatch):
+    """``simba@sbx`` and sbx's SAC with its SimbaPolicy (the campaign's peer) build an actor and
+    critics of the same parameter shapes at HalfCheetah's sizes (flax's kernels transposed)."""
+    pytest.importorskip("sbx")
+    import gymnasium as gym
+    import jax
+    import sbx
+
+    import funcsac
+    from funcsac.state import init_state
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    from suite_child import LIKE_SBX, SBX
+    peer, name, settings = LIKE_SBX["simba@sbx"]
+    algo, peer_settings = SBX[peer]
+    model = getattr(sbx, algo)(peer_settings["policy"], gym.make("HalfCheetah-v5"),
+                               policy_kwargs={"net_arch": [256, 256]}, seed=0)
+
+    def shapes(tree) -> list:  # flax kernels are (in, out), torch's weights (out, in)
+        return sorted(tuple(reversed(x.shape)) for x in jax.tree_util.tree_leaves(tree))
+
+    config = funcsac.TrainConfig(**{**funcsac.presets.preset(name), **settings,
+                                    "env_id": "HalfCheetah-v5"}).sac_config(17, 6)
+    state = init_state(config)
+    ours = {part: sorted(tuple(v.shape[1:] if part == "critic" else v.shape)
+                         for v in getattr(state, part).values())
+            for part in ("actor", "critic")}
+    # the actor's head: one layer of 2 x 6 outputs here (mean, log-std), two of 6 there
+    head = [x for x in ours["actor"] if x[0] == 12]
+    actor = sorted([x for x in ours["actor"] if x[0] != 12] + [(6, *x[1:]) for x in head] * 2)
+    assert len(head) == 2 and actor == shapes(model.policy.actor_state.params)
+    # sbx's critics are vmapped: a leading axis of 2 on every leaf, as funcsac's ensemble
+    critic = jax.tree_util.tree_leaves(model.policy.qf_state.params)
+    assert {x.shape[0] for x in critic} == {config.num_critics} == {2}
+    assert ours["critic"] == sorted(tuple(reversed(x.shape[1:])) for x in critic)
+    for part in (model.policy.actor_state, model.policy.qf_state):  # optax.adamw's settings
+        hyper = {k: float(v) for k, v in part.opt_state.hyperparams.items()}
+        assert hyper["weight_decay"] == pytest.approx(config.weight_decay)
+        assert hyper["learning_rate"] == pytest.approx(config.critic_lr)
+    assert (config.weight_decay_on, config.actor_lr, config.alpha_lr) == ("all", 3e-4, 3e-4)
+
+
 def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(monkeypatch):
     """``ALGO-bf16``: ALGO's preset, settings, peer and campaign settings, with ``precision``
     bf16 added (a preset's own batch and start kept, as without the suffix)."""
