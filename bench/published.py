@@ -26,6 +26,15 @@ AT_100K = {
     ("SAC", "UTD 1, 10 seeds", "dojeon-ai/SimbaV2 results/baseline/"):
         {"HalfCheetah": 6156, "Hopper": 1103, "Walker2d": 690, "Ant": 747, "Humanoid": 632},
 }
+# the lowest and highest seed at 100,000 steps, where a result file gives each seed
+SEED_RANGE_100K = {
+    ("FlashSAC", "UTD 1, 5 seeds"):
+        {"HalfCheetah": (9685, 10101), "Hopper": (854, 3557), "Walker2d": (562, 5140),
+         "Ant": (1402, 5816), "Humanoid": (1834, 7884)},
+    ("XQC", "10 seeds"):
+        {"HalfCheetah": (6363, 10809), "Hopper": (523, 3537), "Walker2d": (355, 5343),
+         "Ant": (11, 5874), "Humanoid": (389, 7355)},
+}
 # the published method a funcsac preset is measured against (its paper's own figure)
 METHOD_OF_PRESET = {"sac": ("SAC", "UTD 1, 10 seeds"), "crossq": ("CrossQ", "UTD 1, 10 seeds"),
                     "simbav2": ("SimbaV2", "UTD 2, 10 seeds"),
@@ -44,10 +53,19 @@ def published_at_100k(preset: str, task: str):
 
 
 def published_table() -> str:
-    """The published 100k figures, one row a method (Markdown)."""
+    """The published 100k figures, one row a method, with the seeds' range where known
+    (Markdown)."""
     tasks = ["HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid"]
     lines = ["| method | " + " | ".join(tasks) + " | source |", "|---" * (len(tasks) + 2) + "|"]
     for (name, setting, source), figures in AT_100K.items():
-        lines.append(f"| {name} ({setting}) | " + " | ".join(
-            f"{figures[t]:,}" if t in figures else "-" for t in tasks) + f" | `{source}` |")
+        ranges = SEED_RANGE_100K.get((name, setting), {})
+
+        def cell(task: str) -> str:
+            if task not in figures:
+                return "-"
+            low_high = ranges.get(task)
+            return f"{figures[task]:,}" + (f" ({low_high[0]:,} to {low_high[1]:,})"
+                                           if low_high else "")
+        lines.append(f"| {name} ({setting}) | " + " | ".join(map(cell, tasks))
+                     + f" | `{source}` |")
     return "\n".join(lines)

@@ -171,8 +171,9 @@ def report(results: Path, image: Path) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["### Published at 100,000 steps", "",
-              "Seed means at the evaluation nearest 100,000 steps, from the authors' result "
-              "files, Gymnasium MuJoCo v4; not measured here.", "", published_table(), "",
+              "Seed means at the evaluation nearest 100,000 steps (in brackets the lowest and "
+              "highest seed, where the file gives each seed), from the authors' result files, "
+              "Gymnasium MuJoCo v4; not measured here.", "", published_table(), "",
               "CleanRL's SAC at 1M steps (published, MuJoCo v4): " + ", ".join(
                   f"{k} {v:,}" for k, v in CLEANRL_SAC_1M.items()) + "."]
     lines += ["", f"![return against env steps and wall-clock seconds]({image.name})"]

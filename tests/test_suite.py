@@ -148,6 +148,19 @@ def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(m
     assert campaign_settings("Hopper-v5", "sac-bf16", 100_000, 1)["batch_size"] == 256
 
 
+def test_a_published_seed_range_holds_its_mean_and_stands_beside_it(monkeypatch):
+    """Where a result file gives each seed, the table shows the lowest and highest beside the
+    mean, and the mean lies between them."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from published import AT_100K, SEED_RANGE_100K, published_table
+    methods = {(name, setting): figures for (name, setting, _), figures in AT_100K.items()}
+    table = published_table()
+    for method, ranges in SEED_RANGE_100K.items():
+        for task, (low, high) in ranges.items():
+            assert low <= methods[method][task] <= high, (method, task)
+            assert f"{methods[method][task]:,} ({low:,} to {high:,})" in table
+
+
 def test_each_row_stands_beside_its_own_methods_published_figure(monkeypatch):
     """At 100k a preset's row shows its paper's figure (FlashSAC's for flashsac, with or without
     bf16 or sbx's settings), a preset without one MR.Q's, and a budget no one published none."""
