@@ -5,8 +5,9 @@ the same tasks, budget, networks and seeds, interleaved, with a report against p
 Humanoid-v5 --algos sac,crossq --num-seeds 3
     python bench/suite.py --report        # the tables into bench/RESULTS.md, bench/suite.png
 
-``--algos``: a preset, ``ALGO@sbx`` (funcsac at its sbx peer's settings), either with ``-bf16``
-appended (the same run with ``--precision bf16``).
+``--algos``: a preset, ``ALGO@sbx`` (funcsac at its sbx peer's settings) or an earlier form of a
+preset (``suite_child.VARIANTS``), any with ``-bf16`` appended (the same run with ``--precision
+bf16``).
 
 Each finished run appends one JSON line to ``--results``; a rerun skips what is there. A funcsac
 run that is interrupted (Ctrl-C, SIGTERM, a crash, the machine going away) continues from its

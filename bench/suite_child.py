@@ -62,6 +62,13 @@ LIKE_SBX = {
                                    "network": "simba", **_WIDTHS, "weight_decay": 1e-4,
                                    "weight_decay_on": "all"}),
 }
+# earlier forms of a preset, by name: (the preset, the settings over it). flashsac-small-head:
+# FlashSAC's actor head as leeyngdo/FlashSAC has it since 2026-06-26 (not the code that ran the
+# published results), and the random actions before learning held as the policy's noise
+VARIANTS = {
+    "flashsac-small-head": ("flashsac", {"policy_head": "small", "log_std_min": -5.0,
+                                         "log_std_max": 0.0, "hold_random_actions": True}),
+}
 # any algorithm of the campaign with this suffix: the same run with bfloat16 products
 # (--precision bf16), beside the same sbx runs
 BF16 = "-bf16"
@@ -70,7 +77,8 @@ BF16 = "-bf16"
 def peer_of(algo: str) -> str:
     """The sbx algorithm a funcsac algorithm of the campaign is compared with."""
     algo = algo.removesuffix(BF16)
-    return LIKE_SBX[algo][0] if algo in LIKE_SBX else algo
+    return (LIKE_SBX[algo][0] if algo in LIKE_SBX else VARIANTS[algo][0] if algo in VARIANTS
+            else algo)
 
 
 def learning_starts(budget: int) -> int:
@@ -93,7 +101,8 @@ def preset_and_settings(algo: str) -> tuple:
     if algo.endswith(BF16):
         name, settings = preset_and_settings(algo.removesuffix(BF16))
         return name, {**settings, "precision": "bf16"}
-    return LIKE_SBX[algo][1:] if algo in LIKE_SBX else (algo, {})
+    return (LIKE_SBX[algo][1:] if algo in LIKE_SBX else VARIANTS[algo] if algo in VARIANTS
+            else (algo, {}))
 
 
 def campaign_settings(task: str, algo: str, budget: int, seeds: int) -> dict:

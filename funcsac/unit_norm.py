@@ -5,18 +5,19 @@ A plain ``Sequential`` (so batch statistics run in training mode, as CrossQ's): 
 batch-normalised (``in_bn``) and embedded by a bias-free linear layer to the width ``w``
 (``embed``), one inverted residual block per entry of ``hidden_sizes``, ``x + ReLU(BN(W2
 ReLU(BN(W1 x))))`` (``W1``: ``w -> 4 w``), an RMSNorm (``post_norm``) and a head: the actor's
-a linear layer with a bias (``policy_head``: the mean's rows drawn from N(0, 1e-3), the
-log-std's zero, as FlashSAC's policy), the critics' a bias-free unit linear layer plus a bias
-(``value_head``). Batch normalisation is plain (``funcsac.batch_renorm.BatchNorm``, momentum
-0.01, eps 1e-5).
+a linear layer with a bias (``policy_head``, the mean's rows then the log-std's; its start and
+its norm are the ``policy_head`` option's, ``FlashSACOptions``), the critics' a bias-free unit
+linear layer plus a bias (``value_head``). Batch normalisation is plain
+(``funcsac.batch_renorm.BatchNorm``, momentum 0.01, eps 1e-5).
 
 After each optimiser step the network's ``post_step`` (``normalize_parameters``) keeps, as
-FlashSAC's ``normalize_parameters``: every weight row of the bias-free layers (all but the
-actor's head) of unit norm, each batch normalisation's scale and shift jointly of norm
-``sqrt(features)``, and the RMSNorm's scale of norm ``sqrt(features)``.
+FlashSAC's ``normalize_parameters``: every weight row of the bias-free layers (and of the
+actor's head with ``policy_head="unit"``) of unit norm, each batch normalisation's scale and
+shift jointly of norm ``sqrt(features)``, and the RMSNorm's scale of norm ``sqrt(features)``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import OrderedDict
 
@@ -28,7 +29,7 @@ from .architectures import equal_widths
 from .batch_renorm import BatchNorm
 from .layers import Residual
 from .networks import Params
-from .registry import Network, register
+from .registry import Network, register, setting
 
 EPS = 1e-8  # added to a squared norm before it divides, as FlashSAC
 EXPANSION = 4  # a block's inner width over its width
@@ -58,22 +59,51 @@ def block(width: int) -> Residual:
                                 down_bn=BatchNorm(width), down_relu=nn.ReLU()))
 
 
-def policy_head(width: int, out_dim: int) -> nn.Linear:
-    """The actor's head ``[B, w] -> [B, 2 A]``: the mean's rows N(0, 1e-3), the log-std's zero,
-    every bias zero."""
+POLICY_HEADS = ("unit", "small")
+
+
+@dataclasses.dataclass(frozen=True)
+class FlashSACOptions:
+    """The ``"flashsac"`` network's options (``SACConfig.network_options``)."""
+
+    policy_head: str = setting(
+        "unit", "the actor's head: unit (as FlashSAC's published results ran, its code before "
+        "2026-06-26: the mean's and the log-std's weights each orthogonal with unit-norm rows, "
+        "kept unit-norm after each step) or small (its code since: the mean's rows N(0, 1e-3), "
+        "the log-std's zero, left as stepped)")
+
+    def check(self, config) -> None:
+        """``ValueError`` naming a head FlashSAC's code never had."""
+        if self.policy_head not in POLICY_HEADS:
+            raise ValueError(f"SACConfig.policy_head must be one of {POLICY_HEADS}, got "
+                             f"{self.policy_head!r}")
+
+
+def policy_head(width: int, out_dim: int, kind: str = "unit") -> nn.Linear:
+    """The actor's head ``[B, w] -> [B, 2 A]``, every bias zero: with ``kind="unit"`` the
+    mean's rows and the log-std's each orthogonal (gain 1) and of unit norm (FlashSAC's two
+    ``UnitLinear`` layers); with ``"small"`` the mean's rows N(0, 1e-3), the log-std's zero."""
     layer = nn.Linear(width, out_dim)
     with torch.no_grad():
-        nn.init.zeros_(layer.weight)
         nn.init.zeros_(layer.bias)
-        nn.init.normal_(layer.weight[: out_dim // 2], 0.0, MEAN_INIT_STD)
+        if kind == "unit":
+            for rows in layer.weight.chunk(2):
+                nn.init.orthogonal_(rows)
+            layer.weight.copy_(F.normalize(layer.weight, dim=-1, eps=EPS))
+        else:
+            nn.init.zeros_(layer.weight)
+            nn.init.normal_(layer.weight[: out_dim // 2], 0.0, MEAN_INIT_STD)
     return layer
 
 
-def flashsac(in_dim: int, out_dim: int, hidden_sizes, part: str) -> nn.Sequential:
-    """FlashSAC's actor (``part="actor"``) or critic, ``[B, in_dim] -> [B, out_dim]``, one block
-    per entry of ``hidden_sizes`` (all of one width)."""
+def flashsac(in_dim: int, out_dim: int, hidden_sizes, part: str,
+             head: str = "unit") -> nn.Sequential:
+    """FlashSAC's actor (``part="actor"``, its head ``policy_head(kind=head)``) or critic,
+    ``[B, in_dim] -> [B, out_dim]``, one block per entry of ``hidden_sizes`` (all of one
+    width)."""
     w = hidden_sizes[0]
-    head = policy_head(w, out_dim) if part == "actor" else unit_linear(w, out_dim, bias=True)
+    head = (policy_head(w, out_dim, head) if part == "actor"
+            else unit_linear(w, out_dim, bias=True))
     return nn.Sequential(OrderedDict(
         [("in_bn", BatchNorm(in_dim)), ("embed", unit_linear(in_dim, w))]
         + [(f"block{i}", block(w)) for i in range(len(hidden_sizes))]
@@ -91,12 +121,15 @@ def _to_sqrt_dim(*scales: torch.Tensor) -> tuple:
 
 def normalize_parameters(params: Params, options=None) -> Params:
     """``params`` (one network's, or an ensemble's stacked ``[N, ...]``) as FlashSAC keeps them
-    after a step: unit layers' weight rows l2-normalised, each batch normalisation's scale and
-    shift (``*_bn.weight``, ``*_bn.bias``) and the RMSNorm's scale rescaled to the norm
-    ``sqrt(features)``; everything else (the actor's head, biases, buffers) as it is."""
+    after a step: unit layers' weight rows (the actor's head's too with ``policy_head="unit"``,
+    the default) l2-normalised, each batch normalisation's scale and shift (``*_bn.weight``,
+    ``*_bn.bias``) and the RMSNorm's scale rescaled to the norm ``sqrt(features)``; everything
+    else (biases, buffers, a ``"small"`` head) as it is."""
+    units = UNIT_WEIGHTS + (("policy_head.weight",) if (options or FlashSACOptions()).policy_head
+                            == "unit" else ())
     out = dict(params)
     for name, value in params.items():
-        if name.endswith(UNIT_WEIGHTS):
+        if name.endswith(units):
             out[name] = F.normalize(value, dim=-1, eps=EPS)
         elif name.endswith(RMS_SCALE):
             out[name], = _to_sqrt_dim(value)
@@ -107,8 +140,8 @@ def normalize_parameters(params: Params, options=None) -> Params:
 
 
 FLASHSAC = register(Network(
-    "flashsac", lambda in_dim, out_dim, sizes, options, part: flashsac(in_dim, out_dim, sizes,
-                                                                       part),
-    check=equal_widths, post_step=normalize_parameters,
+    "flashsac", lambda in_dim, out_dim, sizes, options, part: flashsac(
+        in_dim, out_dim, sizes, part, (options or FlashSACOptions()).policy_head),
+    FlashSACOptions, check=equal_widths, post_step=normalize_parameters,
     help="FlashSAC's batch-normalised inverted residual blocks, unit-norm weights (Kim et al. "
          "2026)"))

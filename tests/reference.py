@@ -686,13 +686,15 @@ class RefFlashBlock(nn.Module):
 
 class RefFlashNet(nn.Module):
     """FlashSAC's ``FlashSACActor`` (``actor=True``: its ``NormalTanhPolicy`` head's mean and
-    log-std rows in one weight, as funcsac's state holds them) or one member of its
-    ``FlashSACDoubleCritic`` (``EnsembleCategoricalValue``: a unit linear layer plus a bias),
-    with ``normalize_parameters`` as each layer's."""
+    log-std rows in one weight, as funcsac's state holds them; ``unit_head``: two
+    ``UnitLinear`` layers, as the code that ran FlashSAC's published results, else its later
+    ``PolicyHeadLinear``) or one member of its ``FlashSACDoubleCritic``
+    (``EnsembleCategoricalValue``: a unit linear layer plus a bias), with
+    ``normalize_parameters`` as each layer's."""
 
-    def __init__(self, in_dim, out_dim, hidden, actor):
+    def __init__(self, in_dim, out_dim, hidden, actor, unit_head=True):
         super().__init__()
-        w, self.actor = hidden[0], actor
+        w, self.actor, self.unit_head = hidden[0], actor, unit_head
         self.in_bn, self.embed = RefUnitBatchNorm(in_dim), nn.Linear(in_dim, w, bias=False)
         self.blocks = [f"block{i}" for i in range(len(hidden))]
         for name in self.blocks:
@@ -718,6 +720,8 @@ class RefFlashNet(nn.Module):
                                 for n in ("up", "down")]
         if not self.actor:
             units.append(self.value_head)
+        elif self.unit_head:  # mean_w and std_w, row by row
+            units.append(self.policy_head)
         for layer in units:
             layer.weight.copy_(torch.nn.functional.normalize(layer.weight, dim=-1, eps=1e-8))
         for m in self.modules():
@@ -754,7 +758,8 @@ class ReferenceFlashSAC(ReferenceCategorical):
                           for opt in (self.actor_opt, self.critic_opt, self.alpha_opt)]
 
     def network(self, in_dim, out_dim, hidden):
-        return RefFlashNet(in_dim, out_dim, hidden, actor=True)
+        return RefFlashNet(in_dim, out_dim, hidden, actor=True,
+                           unit_head=self.cfg.network_options.policy_head == "unit")
 
     def critic_network(self, in_dim, out_dim, hidden):
         return RefFlashNet(in_dim, out_dim, hidden, actor=False)

@@ -42,7 +42,7 @@ OUT_OF_RANGE = {
     "views": 0, "num_bins": 1, "v_min": math.inf, "v_max": math.nan, "return_bound": 0.0,
     "lr_decay_to": 1.5, "lr_decay_steps": 0, "lr_decay_shape": "step", "c_shift": -3.0,
     "actor_heads": 0, "noise_hold": -1.0, "noise_hold_max": 0, "actor_factory": "nets.py",
-    "critic_factory": "nets:", "encoder_factory": ":encoder",
+    "critic_factory": "nets:", "encoder_factory": ":encoder", "policy_head": "mlp",
 }
 # every setting by flat name, the variants' options among them: (type, default, help)
 FIELDS = settings()
@@ -51,7 +51,8 @@ CHOSEN = {"num_quantiles": {"algorithm": "tqc"}, "drop_quantiles": {"algorithm":
           **{name: {"algorithm": "bro", "network": "bronet"} for name in (
               "pessimism", "kl_target", "std_multiplier", "init_optimism", "init_kl_weight",
               "adjustment_lr")},
-          **{name: {"network": "simbav2"} for name in ("c_shift", "actor_heads")}}
+          **{name: {"network": "simbav2"} for name in ("c_shift", "actor_heads")},
+          "policy_head": {"network": "flashsac"}}
 
 
 def _wrong_type(name):

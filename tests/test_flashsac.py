@@ -15,7 +15,7 @@ from funcsac import keys
 from funcsac.batch_renorm import BatchNorm, batch_renorm
 from funcsac.noise import held_noise, hold_lengths
 from funcsac.optim import decayed_lr
-from funcsac.unit_norm import flashsac, normalize_parameters
+from funcsac.unit_norm import FlashSACOptions, flashsac, normalize_parameters
 from helpers import (BACKENDS, assert_compiled_equals_eager, assert_preset_resumes_exactly,
                      assert_vmap_equals_loop, make_batch, reordered, small_config)
 from reference import RefFlashNet, ReferenceFlashSAC, check_steps
@@ -66,12 +66,18 @@ def test_it_starts_as_flashsac():
         for name, p in net.named_parameters():
             if name.endswith(("embed.weight", "up.weight", "down.weight", "value_head.weight")):
                 torch.testing.assert_close(p.norm(dim=-1), torch.ones(p.shape[0]), msg=name)
-    head = actor.policy_head  # the mean's rows N(0, 1e-3), the log-std's and the biases zero
-    assert 0 < float(head.weight.detach()[:2].abs().max()) < 6e-3
-    assert not head.weight[2:].any() and not head.bias.any() and not critic.value_head.bias.any()
+    # the head FlashSAC's published results ran: mean_w and std_w, each orthogonal rows of norm 1
+    head = actor.policy_head.weight.detach()
+    for rows in (head[:2], head[2:]):
+        torch.testing.assert_close(rows @ rows.T, torch.eye(2))
+    assert not actor.policy_head.bias.any() and not critic.value_head.bias.any()
     assert [type(m).__name__ for m in actor.block0] == [
         "Linear", "BatchNorm", "ReLU", "Linear", "BatchNorm", "ReLU"]
     assert actor.block0.up.out_features == 128 and actor.post_norm.eps == 1e-6
+    small = flashsac(5, 4, (32, 32), "actor", head="small").policy_head
+    # its code since 2026-06-26: the mean's rows N(0, 1e-3), the log-std's and the biases zero
+    assert 0 < float(small.weight.detach()[:2].abs().max()) < 6e-3
+    assert not small.weight[2:].any() and not small.bias.any()
 
 
 def test_its_normalisation_is_flashsacs_on_stacked_critics():
@@ -89,13 +95,26 @@ def test_its_normalisation_is_flashsacs_on_stacked_critics():
     assert out["value_head.bias"] is stacked["value_head.bias"]
 
 
-def test_the_actors_head_is_left_as_stepped():
-    params = _moved(flashsac(5, 4, (8,), "actor"))
-    out = normalize_parameters(params)
-    assert out["policy_head.weight"] is params["policy_head.weight"]
+@pytest.mark.parametrize("head", ["unit", "small"])
+def test_the_actors_head_is_normalised_as_its_kind(head):
+    """A unit head's rows are brought back to norm 1 (FlashSAC's UnitLinear), a small head is
+    left as stepped; the rest as FlashSAC's layers."""
+    params = _moved(flashsac(5, 4, (8,), "actor", head).to(F64))
+    out = normalize_parameters(params, FlashSACOptions(policy_head=head))
+    ref = RefFlashNet(5, 4, (8,), actor=True, unit_head=head == "unit").to(F64)
+    ref.load_state_dict(params)
+    ref.normalize()
+    for k, v in ref.state_dict().items():
+        torch.testing.assert_close(out[k], v, msg=k)
+    if head == "small":
+        assert out["policy_head.weight"] is params["policy_head.weight"]
+    else:
+        torch.testing.assert_close(out["policy_head.weight"].norm(dim=-1),
+                                   torch.ones(4, dtype=F64))
     bn = out["in_bn.weight"].square().sum() + out["in_bn.bias"].square().sum()
-    torch.testing.assert_close(bn, torch.tensor(5.0))
-    torch.testing.assert_close(out["post_norm.weight"].square().sum(), torch.tensor(8.0))
+    torch.testing.assert_close(bn, torch.tensor(5.0, dtype=F64))
+    torch.testing.assert_close(out["post_norm.weight"].square().sum(),
+                               torch.tensor(8.0, dtype=F64))
 
 
 def test_plain_batch_norm_is_torchs():
@@ -212,6 +231,30 @@ def test_the_collector_draws_held_noise_only_when_asked():
     assert 0.45 < float(repeats) < 0.6  # 1 - 1 / E[n] = 0.53 of the steps keep their draw
 
 
+def test_random_actions_take_fresh_draws_unless_held():
+    """``hold_random_actions`` off: the steps before ``learning_starts`` take each draw once,
+    and from there on, within the same block, the held draws, as with it on."""
+    from funcsac.driver.run.collector import Collector
+
+    def noise(hold_random: bool) -> torch.Tensor:
+        me = types.SimpleNamespace(
+            config=funcsac.TrainConfig(noise_hold=2.0, noise_hold_max=16, num_envs=1,
+                                       learning_starts=300, hold_random_actions=hold_random),
+            spec=types.SimpleNamespace(act_dim=2), noise=None, noise_held=None,
+            progress=types.SimpleNamespace(env_step=0, key=keys.make_key(1)[None],
+                                           noise_key=None))
+        me._noise_block = lambda key, held: Collector._noise_block(me, key, held)
+        steps = []
+        for step in range(600):
+            me.progress.env_step = step
+            steps.append(Collector._exploration_noise(me)[0, 0])
+        return torch.stack(steps)
+
+    fresh, held = noise(False), noise(True)
+    kept = lambda z: (z[1:] == z[:-1]).all(-1).double().mean()  # noqa: E731
+    assert float(kept(fresh[:300])) == 0.0 and 0.4 < float(kept(held[:300])) < 0.65
+    assert torch.equal(fresh[300:], held[300:]) and 0.4 < float(kept(fresh[300:])) < 0.65
+
 # -- settings ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad,message", [
     ({"lr_decay_shape": "step"}, "lr_decay_shape must be 'linear' or 'cosine'"),
@@ -246,8 +289,11 @@ def test_the_preset_is_flashsacs_configs():
         3e-4, 0.5, "cosine", 1_000_000)
     assert cfg.target_entropy == pytest.approx(
         6 * 0.5 * math.log(2 * math.pi * math.e * 0.15 ** 2))
+    # the actor's head as the code that ran the published results (layer.py's NormalTanhPolicy
+    # before 2026-06-26): unit-norm mean and log-std layers, the log-std in [-10, 2]
     assert (cfg.init_alpha, cfg.policy_delay, cfg.tau, cfg.log_std_min, cfg.log_std_max) == (
-        0.01, 2, 0.01, -5.0, 0.0)
+        0.01, 2, 0.01, -10.0, 2.0)
+    assert cfg.network_options.policy_head == "unit"
     assert (p["batch_size"], p["learning_starts"], p["utd"], p["noise_hold"],
             p["noise_hold_max"], cfg.normalize_obs) == (512, 10_000, 1, 2.0, 16, False)
     state = funcsac.init_state(cfg, seed=0)

@@ -103,6 +103,9 @@ class RunSettings:
     noise_hold_max: Optional[int] = setting(
         None, "the longest hold of an exploration noise draw (none: the policy family's "
         "default, 16 for continuous actions, 32 for discrete ones)")
+    hold_random_actions: bool = setting(
+        True, "whether noise_hold holds the random actions before training too (FlashSAC: no, "
+        "a new uniform action every step)")
     reset_every: int = setting(
         0,
         "environment steps between resets of every agent's networks, targets, optimizer moments "

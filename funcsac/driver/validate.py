@@ -15,7 +15,8 @@ def check_train_config(config) -> None:
             raise ValueError(f"TrainConfig.{name} must be a string, got "
                              f"{getattr(config, name)!r}")
     for name in ("async_envs", "compile", "compile_in_background", "progress", "tensorboard",
-                 "prioritized", "offline_any_env", "pixels", "pixels_with_state"):
+                 "prioritized", "offline_any_env", "pixels", "pixels_with_state",
+                 "hold_random_actions"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"TrainConfig.{name} must be true or false, got "
                              f"{getattr(config, name)!r}")

@@ -39,6 +39,7 @@ class Collector:
                                      self.agents)
         self.observe_fn = vmap_agents(observe, self.agents)
         self.noise = None  # [agents, NOISE_BLOCK, num_envs, act_dim] standard normals, float64
+        self.noise_held = None  # whether self.noise holds its draws
 
     def collect(self, state):
         """One vector step; returns ``state`` with its normalisation statistics updated."""
@@ -113,24 +114,28 @@ class Collector:
     def _exploration_noise(self) -> torch.Tensor:
         """This vector step's standard normal noise ``[A, num_envs, act_dim]`` (float64), from
         the block drawn with ``progress.noise_key`` (``_noise_block``); a new block (and key)
-        every ``NOISE_BLOCK`` vector steps."""
-        p, n = self.progress, self.config.num_envs
+        every ``NOISE_BLOCK`` vector steps. Its draws are held (``noise_hold``) except for the
+        random actions before ``learning_starts`` when ``hold_random_actions`` is off."""
+        cfg, p, n = self.config, self.progress, self.config.num_envs
         i = (p.env_step // n) % NOISE_BLOCK
+        held = cfg.hold_random_actions or p.env_step >= cfg.learning_starts
         if i == 0 or p.noise_key is None:
             p.key, p.noise_key = split_keys(p.key)
             self.noise = None
-        if self.noise is None:  # a new block, or the current one after a resume
-            self.noise = per_agent(self._noise_block, p.noise_key)
+        if self.noise is None or self.noise_held != held:  # a new block, a resume, or training
+            self.noise = per_agent(lambda k: self._noise_block(k, held), p.noise_key)
+            self.noise_held = held
         return self.noise[:, i]
 
-    def _noise_block(self, key: torch.Tensor) -> torch.Tensor:
+    def _noise_block(self, key: torch.Tensor, held: bool = True) -> torch.Tensor:
         """One agent's ``[NOISE_BLOCK, num_envs, act_dim]`` standard normals from ``key``: a
-        fresh draw each step, or with ``noise_hold`` each draw held (``funcsac.noise``; the
-        holds restart at the block's start)."""
+        fresh draw each step, or with ``noise_hold`` and ``held`` each draw held
+        (``funcsac.noise``; the holds restart at the block's start; the same draws either
+        way)."""
         cfg = self.config
         shape = (NOISE_BLOCK, cfg.num_envs, self.spec.act_dim)
         if not cfg.noise_hold:
             return keys.normal(key, shape, torch.float64)
         k_noise, k_hold = keys.split(key, 2)
-        return held_noise(keys.normal(k_noise, shape, torch.float64), k_hold, cfg.noise_hold,
-                          cfg.noise_hold_max)
+        noise = keys.normal(k_noise, shape, torch.float64)
+        return held_noise(noise, k_hold, cfg.noise_hold, cfg.noise_hold_max) if held else noise
