@@ -86,10 +86,9 @@ def policy_head(width: int, out_dim: int, kind: str = "unit") -> nn.Linear:
     layer = nn.Linear(width, out_dim)
     with torch.no_grad():
         nn.init.zeros_(layer.bias)
-        if kind == "unit":
-            for rows in layer.weight.chunk(2):
-                nn.init.orthogonal_(rows)
-            layer.weight.copy_(F.normalize(layer.weight, dim=-1, eps=EPS))
+        if kind == "unit":  # two unit layers, the mean's rows then the log-std's
+            layer.weight.copy_(torch.cat([unit_linear(width, len(rows)).weight
+                                          for rows in layer.weight.chunk(2)]))
         else:
             nn.init.zeros_(layer.weight)
             nn.init.normal_(layer.weight[: out_dim // 2], 0.0, MEAN_INIT_STD)
