@@ -13,9 +13,13 @@ the mean, one for the log-std). The weights of the bias-free layers are projecte
 unit sphere after each optimiser step (``project_weights``, the network's ``post_step``).
 
 A learnable scale ``s`` of initial value ``init`` is kept as ``scale`` times a parameter
-(``Scaler``), so Adam moves it at ``lr * init / scale``, as there: ``init = scale = sqrt(2 / w)``
-for the embedding's and the blocks' scales, ``alpha`` starts at ``1 / (blocks + 1)`` with scale
-``1 / sqrt(w)``; the heads' at 1.
+(``Scaler``), so Adam moves it at ``lr * init / scale``, as there. ``init = scale`` for the
+embedding's and the blocks' scales, per ``SimbaV2Options.scalers``: ``"results"`` (the code that
+ran SimbaV2's published result files, hyper_simba before 2025-02-17: 1 for the embedding, ``1 /
+sqrt(w)`` for the blocks) or ``"release"`` (scale_rl/agents/simbaV2 since: ``sqrt(2 / w)`` and
+``sqrt(2 / w) / 2``). The forward is the same for both (each such scale starts uniform and is
+followed by a normalisation or a ReLU), only Adam's relative steps on them differ. ``alpha``
+starts at ``1 / (blocks + 1)`` with scale ``1 / sqrt(w)``; the heads' at 1.
 """
 from __future__ import annotations
 
@@ -32,6 +36,9 @@ from .registry import POLICIES, Network, is_int, is_real, register, setting
 
 EPS = 1e-8  # the smallest norm a vector is divided by
 EXPANSION = 4  # a block's inner width over its width
+# the embedding's and the blocks' scales' init (= scale) at width w, per SimbaV2Options.scalers
+SCALERS = {"results": (lambda w: 1.0, lambda w: 1 / math.sqrt(w)),
+           "release": (lambda w: math.sqrt(2 / w), lambda w: math.sqrt(2 / w / EXPANSION))}
 WEIGHTS = "hyper_dense.weight"  # the end of the names of the weights kept on the sphere
 
 
@@ -71,11 +78,11 @@ class HyperDense(nn.Module):
 class Embedder(nn.Module):
     """``[B, in_dim] -> [B, w]``: ``normalize(s * W normalize([x, c_shift]))``."""
 
-    def __init__(self, in_dim: int, width: int, c_shift: float):
+    def __init__(self, in_dim: int, width: int, c_shift: float, scale: float):
         super().__init__()
         self.c_shift = c_shift
         self.dense = HyperDense(in_dim + 1, width)
-        self.scaler = Scaler(width, math.sqrt(2 / width), math.sqrt(2 / width))
+        self.scaler = Scaler(width, scale, scale)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = l2normalize(torch.cat([x, torch.full_like(x[..., :1], self.c_shift)], -1))
@@ -84,11 +91,11 @@ class Embedder(nn.Module):
 
 class LERPBlock(nn.Module):
     """``[B, w] -> [B, w]``: ``h = normalize(W2 (ReLU(s * W1 x) + 1e-8))`` (``W1``: ``w -> 4 w``),
-    then ``normalize(x + alpha * (h - x))``."""
+    then ``normalize(x + alpha * (h - x))``; ``s`` starts at ``scale``."""
 
-    def __init__(self, width: int, blocks: int):
+    def __init__(self, width: int, blocks: int, scale: float):
         super().__init__()
-        inner, scale = EXPANSION * width, math.sqrt(2 / width) / math.sqrt(EXPANSION)
+        inner = EXPANSION * width
         self.w1 = HyperDense(width, inner)
         self.scaler = Scaler(inner, scale, scale)
         self.w2 = HyperDense(inner, width)
@@ -115,13 +122,15 @@ class Head(nn.Module):
 
 class SimbaV2Net(nn.Module):
     """``[B, in_dim] -> [B, out_dim]``: the embedding to width ``w``, ``blocks`` LERP blocks,
-    and ``heads`` heads, each of ``out_dim / heads`` outputs, concatenated."""
+    and ``heads`` heads, each of ``out_dim / heads`` outputs, concatenated; the embedding's and
+    the blocks' scales start as ``SCALERS[scalers]`` gives them."""
 
     def __init__(self, in_dim: int, out_dim: int, width: int, blocks: int, heads: int,
-                 c_shift: float):
+                 c_shift: float, scalers: str = "results"):
         super().__init__()
-        self.embedder = Embedder(in_dim, width, c_shift)
-        self.blocks = nn.Sequential(*(LERPBlock(width, blocks) for _ in range(blocks)))
+        embed, block = (f(width) for f in SCALERS[scalers])
+        self.embedder = Embedder(in_dim, width, c_shift, embed)
+        self.blocks = nn.Sequential(*(LERPBlock(width, blocks, block) for _ in range(blocks)))
         self.heads = nn.ModuleList(Head(width, out_dim // heads) for _ in range(heads))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -143,6 +152,11 @@ class SimbaV2Options:
                              "(SimbaV2's c_shift)")
     actor_heads: int = setting(
         2, "heads the actor's output is split among (SimbaV2: 2, the mean's and the log-std's)")
+    scalers: str = setting(
+        "results", "the embedding's and the blocks' learnable scales' start (their Adam step "
+        "relative to it; the forward is the same): results (the code that ran SimbaV2's "
+        "published results: 1 and 1/sqrt(w)) or release (its code since 2025-02-17: sqrt(2/w) "
+        "and sqrt(2/w)/2)")
 
     def check(self, config) -> None:
         """``ValueError`` naming an option of the wrong kind, or ``actor_heads`` that do not
@@ -150,6 +164,9 @@ class SimbaV2Options:
         if not (is_real(self.c_shift) and self.c_shift > 0):
             raise ValueError(f"SACConfig.c_shift must be a finite number > 0, got "
                              f"{self.c_shift!r}")
+        if self.scalers not in SCALERS:
+            raise ValueError(f"SACConfig.scalers must be one of {tuple(SCALERS)}, got "
+                             f"{self.scalers!r}")
         if not (is_int(self.actor_heads) and self.actor_heads >= 1):
             raise ValueError(f"SACConfig.actor_heads must be an integer >= 1, got "
                              f"{self.actor_heads!r}")
@@ -164,7 +181,7 @@ def _build(in_dim: int, out_dim: int, hidden_sizes, options, part: str) -> Simba
     options = options or SimbaV2Options()
     heads = options.actor_heads if part == "actor" else 1
     return SimbaV2Net(in_dim, out_dim, hidden_sizes[0], len(hidden_sizes), heads,
-                      options.c_shift)
+                      options.c_shift, options.scalers)
 
 
 SIMBAV2 = register(Network(

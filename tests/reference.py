@@ -327,12 +327,12 @@ class ReferenceSimbaV2(ReferenceCategorical):
     def network(self, in_dim, out_dim, hidden):
         o = self.cfg.network_options
         return funcsac.hyperspherical.SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden),
-                                                 o.actor_heads, o.c_shift)
+                                                 o.actor_heads, o.c_shift, o.scalers)
 
     def critic_network(self, in_dim, out_dim, hidden):
         o = self.cfg.network_options
         return funcsac.hyperspherical.SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden), 1,
-                                                 o.c_shift)
+                                                 o.c_shift, o.scalers)
 
     @staticmethod
     def project(modules):

@@ -41,8 +41,9 @@ OUT_OF_RANGE = {
     "adjustment_lr": -1.0, "log_std_squash": "sigmoid", "weight_init": "zeros", "precision": "fp16",
     "views": 0, "num_bins": 1, "v_min": math.inf, "v_max": math.nan, "return_bound": 0.0,
     "lr_decay_to": 1.5, "lr_decay_steps": 0, "lr_decay_shape": "step", "c_shift": -3.0,
-    "actor_heads": 0, "noise_hold": -1.0, "noise_hold_max": 0, "actor_factory": "nets.py",
-    "critic_factory": "nets:", "encoder_factory": ":encoder", "policy_head": "mlp",
+    "scalers": "flax", "actor_heads": 0, "noise_hold": -1.0, "noise_hold_max": 0,
+    "actor_factory": "nets.py", "critic_factory": "nets:", "encoder_factory": ":encoder",
+    "policy_head": "mlp",
 }
 # every setting by flat name, the variants' options among them: (type, default, help)
 FIELDS = settings()
@@ -51,7 +52,7 @@ CHOSEN = {"num_quantiles": {"algorithm": "tqc"}, "drop_quantiles": {"algorithm":
           **{name: {"algorithm": "bro", "network": "bronet"} for name in (
               "pessimism", "kl_target", "std_multiplier", "init_optimism", "init_kl_weight",
               "adjustment_lr")},
-          **{name: {"network": "simbav2"} for name in ("c_shift", "actor_heads")},
+          **{name: {"network": "simbav2"} for name in ("c_shift", "actor_heads", "scalers")},
           "policy_head": {"network": "flashsac"}}
 
 

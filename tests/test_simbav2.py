@@ -39,13 +39,13 @@ def _port(params, x, blocks, heads, c_shift):
     w = params["embedder.scaler.scaler"].shape[0]
     y = torch.cat([x, torch.ones(x.shape[:-1] + (1,), dtype=x.dtype) * c_shift], -1)
     y = norm(y)
-    # Scaler(init = scale = sqrt(2 / w)): the parameter times init / scale = 1
+    # Scaler(init = scale): the parameter times init / scale = 1
     y = params["embedder.scaler.scaler"] * 1.0 * dense("embedder.dense", y)
     z = norm(y)
     for i in range(blocks):
         at, residual = f"blocks.{i}", z
         h = dense(f"{at}.w1", z)
-        h = params[f"{at}.scaler.scaler"] * 1.0 * h  # init = scale = sqrt(2 / w) / 2
+        h = params[f"{at}.scaler.scaler"] * 1.0 * h  # init = scale
         h = torch.relu(h) + 1e-8
         h = norm(dense(f"{at}.w2", h))
         alpha_init, alpha_scale = 1 / (blocks + 1), 1 / math.sqrt(w)
@@ -71,19 +71,48 @@ def test_the_network_is_simbav2s_layers(blocks, heads):
     torch.testing.assert_close(got, _port(params, x, blocks, heads, 3.0))
 
 
-def test_it_starts_as_simbav2_on_the_sphere_with_its_scales():
-    net = SimbaV2Net(5, 4, 32, 2, 2, 3.0)
+@pytest.mark.parametrize("scalers,embed,block", [
+    ("results", lambda w: 1.0, lambda w: 1 / math.sqrt(w)),
+    ("release", lambda w: math.sqrt(2 / w), lambda w: math.sqrt(2 / w) / 2)])
+def test_it_starts_as_simbav2_on_the_sphere_with_its_scales(scalers, embed, block):
+    """hyper_simba_layer.py (the published results' code: the embedding's HyperDense scaler at
+    its default 1, the blocks' at 1 / sqrt(w)) or simbaV2_layer.py (sqrt(2 / w), and that over
+    sqrt(4) in the blocks); init = scale, so the parameter starts at its effective value."""
+    net = SimbaV2Net(5, 4, 32, 2, 2, 3.0, scalers)
     for name, p in net.named_parameters():
         if name.endswith("hyper_dense.weight"):
             torch.testing.assert_close(p.norm(dim=1), torch.ones(p.shape[0]))
-    # the effective scales: sqrt(2 / w) (the parameter times 1), alpha 1 / (blocks + 1)
-    torch.testing.assert_close(net.embedder.scaler(torch.ones(32)),
-                               torch.full((32,), math.sqrt(2 / 32)))
+    for scaler, value, dim in [(net.embedder.scaler, embed(32), 32),
+                               (net.blocks[1].scaler, block(32), 128)]:
+        torch.testing.assert_close(scaler(torch.ones(dim)), torch.full((dim,), value))
+        torch.testing.assert_close(scaler.scaler.detach(), torch.full((dim,), value))
     torch.testing.assert_close(net.blocks[0].alpha(torch.ones(32)), torch.full((32,), 1 / 3))
     assert float(net.blocks[0].alpha.scaler.detach()[0]) == pytest.approx(1 / math.sqrt(32))
     # the activations between layers are unit vectors
     z = net.blocks(net.embedder(torch.randn(6, 5)))
     torch.testing.assert_close(z.norm(dim=-1), torch.ones(6))
+
+
+def test_the_scalers_start_changes_adams_steps_not_the_forward():
+    torch.manual_seed(0)
+    results = SimbaV2Net(5, 4, 32, 2, 2, 3.0, "results").double()
+    torch.manual_seed(0)
+    release = SimbaV2Net(5, 4, 32, 2, 2, 3.0, "release").double()
+    x = torch.randn(7, 5, dtype=F64)
+    torch.testing.assert_close(results(x), release(x))
+    steps = {}
+    for name, net in (("results", results), ("release", release)):
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        net(x).square().sum().backward()
+        before = net.embedder.scaler(torch.ones(32, dtype=F64)).detach()
+        opt.step()
+        after = net.embedder.scaler(torch.ones(32, dtype=F64)).detach()
+        steps[name] = ((after - before) / before).abs().max()
+    # Adam moves each parameter by about lr: 1e-3 of 1 against 1e-3 of sqrt(2 / 32) = 1/4
+    torch.testing.assert_close(steps["results"], torch.tensor(1e-3, dtype=F64), rtol=1e-3,
+                               atol=0)
+    torch.testing.assert_close(steps["release"], torch.tensor(4e-3, dtype=F64), rtol=1e-3,
+                               atol=0)
 
 
 def test_projection_normalises_the_rows_of_the_bias_free_weights_only():
@@ -215,6 +244,8 @@ def test_the_presets_are_simbav2s_configs():
     assert (cfg.critic_lr, cfg.lr_decay_to, cfg.init_alpha, cfg.target_entropy) == (
         1e-4, 0.5, 0.01, -1.5)
     assert cfg.gamma == max(min((1000 / 5 - 1) / (1000 / 5), 0.995), 0.95)
+    # the learnable scales as the code that ran the published results starts them
+    assert cfg.network_options.scalers == "results"
     state = funcsac.init_state(cfg, seed=0)
     widths = {k: tuple(v.shape) for k, v in state.critic.items()}
     assert widths["blocks.1.w1.hyper_dense.weight"] == (2, 2048, 512)
