@@ -62,12 +62,13 @@ LIKE_SBX = {
                                    "network": "simba", **_WIDTHS, "weight_decay": 1e-4,
                                    "weight_decay_on": "all"}),
 }
-# earlier forms of a preset, by name: (the preset, the settings over it). flashsac-small-head:
-# FlashSAC's actor head as leeyngdo/FlashSAC has it since 2026-06-26 (not the code that ran the
-# published results), and the random actions before learning held as the policy's noise
+# a preset with one or two settings changed, by name: (the preset, the settings over it)
 VARIANTS = {
-    "flashsac-small-head": ("flashsac", {"policy_head": "small", "log_std_min": -5.0,
-                                         "log_std_max": 0.0, "hold_random_actions": True}),
+    # flashsac with the actor's head of the code that ran FlashSAC's published results
+    "flashsac-unit-head": ("flashsac", {"policy_head": "unit", "log_std_min": -10.0,
+                                        "log_std_max": 2.0}),
+    # flashsac with its random actions before learning held as the policy's noise
+    "flashsac-held-random": ("flashsac", {"hold_random_actions": True}),
 }
 # any algorithm of the campaign with this suffix: the same run with bfloat16 products
 # (--precision bf16), beside the same sbx runs

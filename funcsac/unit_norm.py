@@ -67,10 +67,10 @@ class FlashSACOptions:
     """The ``"flashsac"`` network's options (``SACConfig.network_options``)."""
 
     policy_head: str = setting(
-        "unit", "the actor's head: unit (as FlashSAC's published results ran, its code before "
-        "2026-06-26: the mean's and the log-std's weights each orthogonal with unit-norm rows, "
-        "kept unit-norm after each step) or small (its code since: the mean's rows N(0, 1e-3), "
-        "the log-std's zero, left as stepped)")
+        "small", "the actor's head: small (FlashSAC's code since 2026-06-26: the mean's rows "
+        "N(0, 1e-3), the log-std's zero, left as stepped) or unit (the code that ran its "
+        "published results: the mean's and the log-std's weights each orthogonal with unit-norm "
+        "rows, kept unit-norm after each step)")
 
     def check(self, config) -> None:
         """``ValueError`` naming a head FlashSAC's code never had."""
@@ -79,7 +79,7 @@ class FlashSACOptions:
                              f"{self.policy_head!r}")
 
 
-def policy_head(width: int, out_dim: int, kind: str = "unit") -> nn.Linear:
+def policy_head(width: int, out_dim: int, kind: str = "small") -> nn.Linear:
     """The actor's head ``[B, w] -> [B, 2 A]``, every bias zero: with ``kind="unit"`` the
     mean's rows and the log-std's each orthogonal (gain 1) and of unit norm (FlashSAC's two
     ``UnitLinear`` layers); with ``"small"`` the mean's rows N(0, 1e-3), the log-std's zero."""
@@ -96,7 +96,7 @@ def policy_head(width: int, out_dim: int, kind: str = "unit") -> nn.Linear:
 
 
 def flashsac(in_dim: int, out_dim: int, hidden_sizes, part: str,
-             head: str = "unit") -> nn.Sequential:
+             head: str = "small") -> nn.Sequential:
     """FlashSAC's actor (``part="actor"``, its head ``policy_head(kind=head)``) or critic,
     ``[B, in_dim] -> [B, out_dim]``, one block per entry of ``hidden_sizes`` (all of one
     width)."""
@@ -120,10 +120,10 @@ def _to_sqrt_dim(*scales: torch.Tensor) -> tuple:
 
 def normalize_parameters(params: Params, options=None) -> Params:
     """``params`` (one network's, or an ensemble's stacked ``[N, ...]``) as FlashSAC keeps them
-    after a step: unit layers' weight rows (the actor's head's too with ``policy_head="unit"``,
-    the default) l2-normalised, each batch normalisation's scale and shift (``*_bn.weight``,
-    ``*_bn.bias``) and the RMSNorm's scale rescaled to the norm ``sqrt(features)``; everything
-    else (biases, buffers, a ``"small"`` head) as it is."""
+    after a step: unit layers' weight rows (the actor's head's too with ``policy_head="unit"``)
+    l2-normalised, each batch normalisation's scale and shift (``*_bn.weight``, ``*_bn.bias``)
+    and the RMSNorm's scale rescaled to the norm ``sqrt(features)``; everything else (biases,
+    buffers, a ``"small"`` head) as it is."""
     units = UNIT_WEIGHTS + (("policy_head.weight",) if (options or FlashSACOptions()).policy_head
                             == "unit" else ())
     out = dict(params)

@@ -61,7 +61,7 @@ def test_the_network_is_flashsacs_layers(part, blocks, train):
 
 
 def test_it_starts_as_flashsac():
-    actor, critic = flashsac(5, 4, (32, 32), "actor"), flashsac(7, 11, (32, 32), "critic")
+    actor, critic = flashsac(5, 4, (32, 32), "actor", "unit"), flashsac(7, 11, (32, 32), "critic")
     for net in (actor, critic):
         for name, p in net.named_parameters():
             if name.endswith(("embed.weight", "up.weight", "down.weight", "value_head.weight")):
@@ -74,7 +74,7 @@ def test_it_starts_as_flashsac():
     assert [type(m).__name__ for m in actor.block0] == [
         "Linear", "BatchNorm", "ReLU", "Linear", "BatchNorm", "ReLU"]
     assert actor.block0.up.out_features == 128 and actor.post_norm.eps == 1e-6
-    small = flashsac(5, 4, (32, 32), "actor", head="small").policy_head
+    small = flashsac(5, 4, (32, 32), "actor").policy_head
     # its code since 2026-06-26: the mean's rows N(0, 1e-3), the log-std's and the biases zero
     assert 0 < float(small.weight.detach()[:2].abs().max()) < 6e-3
     assert not small.weight[2:].any() and not small.bias.any()
@@ -289,11 +289,11 @@ def test_the_preset_is_flashsacs_configs():
         3e-4, 0.5, "cosine", 1_000_000)
     assert cfg.target_entropy == pytest.approx(
         6 * 0.5 * math.log(2 * math.pi * math.e * 0.15 ** 2))
-    # the actor's head as the code that ran the published results (layer.py's NormalTanhPolicy
-    # before 2026-06-26): unit-norm mean and log-std layers, the log-std in [-10, 2]
+    # the actor's head as FlashSAC's code since 2026-06-26 (a small head, the log-std in
+    # [-5, 0]); a new uniform random action each step before learning
     assert (cfg.init_alpha, cfg.policy_delay, cfg.tau, cfg.log_std_min, cfg.log_std_max) == (
-        0.01, 2, 0.01, -10.0, 2.0)
-    assert cfg.network_options.policy_head == "unit"
+        0.01, 2, 0.01, -5.0, 0.0)
+    assert cfg.network_options.policy_head == "small" and not p["hold_random_actions"]
     assert (p["batch_size"], p["learning_starts"], p["utd"], p["noise_hold"],
             p["noise_hold_max"], cfg.normalize_obs) == (512, 10_000, 1, 2.0, 16, False)
     state = funcsac.init_state(cfg, seed=0)

@@ -130,23 +130,28 @@ def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(monkeypatch):
     assert (config.weight_decay_on, config.actor_lr, config.alpha_lr) == ("all", 3e-4, 3e-4)
 
 
-def test_an_earlier_form_of_a_preset_is_its_preset_with_the_settings_it_had(monkeypatch):
-    """``flashsac-small-head``: the flashsac preset with the actor's head of FlashSAC's later
-    code and held random actions, FlashSAC's published figure beside it, no sbx peer."""
+def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(monkeypatch):
+    """``flashsac-unit-head``: the flashsac preset with the actor's head of the code that ran
+    FlashSAC's published results; ``flashsac-held-random``: with its random actions held; each
+    with FlashSAC's published figure beside it and no sbx peer."""
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
                        os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     import funcsac
     from suite import published_figure
     from suite_child import SBX, peer_of, preset_and_settings
-    name, settings = preset_and_settings("flashsac-small-head-bf16")
-    cfg = funcsac.TrainConfig(**{**funcsac.presets.preset(name, "Hopper-v5"), **settings,
-                                 "env_id": "Hopper-v5"})
-    sac = cfg.sac_config(11, 3)
-    assert (sac.network_options.policy_head, sac.log_std_min, sac.log_std_max,
-            cfg.hold_random_actions, sac.precision) == ("small", -5.0, 0.0, True, "bf16")
-    assert peer_of("flashsac-small-head") == "flashsac" and "flashsac" not in SBX
-    assert published_figure("flashsac-small-head-bf16", "Hopper-v5", 100_000) == "2,121 (FlashSAC)"
+    for algo, expected in [("flashsac-bf16", ("small", -5.0, 0.0, False)),
+                           ("flashsac-unit-head-bf16", ("unit", -10.0, 2.0, False)),
+                           ("flashsac-held-random-bf16", ("small", -5.0, 0.0, True))]:
+        name, settings = preset_and_settings(algo)
+        cfg = funcsac.TrainConfig(**{**funcsac.presets.preset(name, "Hopper-v5"), **settings,
+                                     "env_id": "Hopper-v5"})
+        sac = cfg.sac_config(11, 3)
+        assert (sac.network_options.policy_head, sac.log_std_min, sac.log_std_max,
+                cfg.hold_random_actions, sac.precision) == (*expected, "bf16"), algo
+        assert peer_of(algo) == "flashsac" and "flashsac" not in SBX
+        assert published_figure(algo, "Hopper-v5", 100_000) == "2,121 (FlashSAC)"
+
 
 def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(monkeypatch):
     """``ALGO-bf16``: ALGO's preset, settings, peer and campaign settings, with ``precision``
@@ -155,7 +160,7 @@ def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(m
     monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
                        os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     from suite_child import campaign_settings, peer_of, preset_and_settings
-    for algo in ("sac", "flashsac", "crossq@sbx", "tqc@sbx", "flashsac-small-head"):
+    for algo in ("sac", "flashsac", "crossq@sbx", "tqc@sbx", "flashsac-unit-head"):
         name, settings = preset_and_settings(algo)
         assert preset_and_settings(algo + "-bf16") == (name, {**settings, "precision": "bf16"})
         assert peer_of(algo + "-bf16") == peer_of(algo)

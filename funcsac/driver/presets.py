@@ -58,7 +58,9 @@ PRESETS = {
     # categorical critics of 101 bins on [-5, 5], the target from the critic of the lower
     # expected value: critic_use_cdq, MuJoCo's tasks being episodic) on SimbaV2's hyperspherical
     # networks (critics of width 512 with 2 blocks, an actor of width 128 with 1 block and its
-    # mean and log-std heads, c_shift 3, weights projected onto the sphere after each step),
+    # mean and log-std heads, c_shift 3, weights projected onto the sphere after each step, the
+    # learnable scales started as the code that ran the published results, hyper_simba at
+    # 6f00b6d: the network option scalers, "results" by default),
     # observations normalised by running statistics, rewards divided by max(std of the
     # discounted return, its largest |value| / 5) (normalized_g_max 5), Adam (no weight decay)
     # with learning rates 1e-4 decayed linearly to 5e-5 over the run's gradient steps (SimbaV2's
@@ -66,8 +68,8 @@ PRESETS = {
     # target entropy -act_dim / 2, log-std in [-10, 2], gamma 0.995 (online_rl.yaml's heuristic
     # for 1,000-step episodes), tau 0.005, batch 256, 5,000 random steps, UTD 2 (each update its
     # own batch). Not carried over: the observations' normalisation here is clipped to [-10, 10]
-    # (there unclipped); the return is restarted after an episode's end (there its last
-    # step's reward alone).
+    # (there unclipped); the return is restarted after an episode's end (there, in the code
+    # that ran the published results, at a termination only, with its last step's reward alone).
     "simbav2": {"algorithm": "simbav2", "network": "simbav2", "hidden_sizes": (512, 512),
                 "actor_hidden_sizes": (128,), "num_bins": 101, "v_min": -5.0, "v_max": 5.0,
                 "normalize_obs": True, "scale_rewards": True, "return_bound": 5.0,
@@ -79,12 +81,14 @@ PRESETS = {
     # flashsac algorithm (SimbaV2's order, 2 categorical critics of 101 bins on [-5, 5], batch
     # statistics over the current and next rows, the cross-entropy averaged over the critics)
     # and networks (critics 2 blocks of width 256, actor 2 blocks of width 128: batch-normalised
-    # inverted residual blocks, unit-norm weights; the actor's head as in the code that ran the
-    # published results, Holiday-Robot/FlashSAC layer.py:111-142: unit-norm mean and log-std
-    # layers, the log-std tanh-squashed into [-10, 2]; leeyngdo/FlashSAC changed it on
-    # 2026-06-26 to a small head in [-5, 0]: --policy-head small --log-std-min -5 --log-std-max
-    # 0), no observation normalisation (the input's batch normalisation does it), rewards
-    # divided by max(std of the discounted return, its largest |value| / 5) (normalized_G_max
+    # inverted residual blocks, unit-norm weights; the actor's head as leeyngdo/FlashSAC has it
+    # since 9f6ebe7 (2026-06-26, "Fix SAC actor head initialization"): the mean's rows N(0,
+    # 1e-3), the log-std's zero, the log-std tanh-squashed into [-5, 0]; the code that ran the
+    # published results, Holiday-Robot/FlashSAC layer.py:111-142, had unit-norm mean and log-std
+    # layers and the log-std in [-10, 2] (--policy-head unit --log-std-min -10 --log-std-max 2),
+    # which learnt HalfCheetah-v5 well below this head here: bench/RESULTS.md), no observation
+    # normalisation (the input's batch normalisation does it), rewards divided by max(std of the
+    # discounted return, its largest |value| / 5) (normalized_G_max
     # 5), Adam with learning rates 3e-4 decayed along a cosine to 1.5e-4 over 1M steps of each
     # optimiser (the actor's and the temperature's take one every 2 updates, so theirs reach
     # about 2.25e-4 in a 1M-step run; the warmup is one step from 3e-4 to 3e-4), initial
@@ -103,7 +107,7 @@ PRESETS = {
                  "critic_lr": 3e-4, "alpha_lr": 3e-4, "lr_decay_to": 0.5,
                  "lr_decay_shape": "cosine", "lr_decay_steps": 1_000_000, "init_alpha": 0.01,
                  "target_entropy_scale": -0.5 * math.log(2 * math.pi * math.e * 0.15 ** 2),
-                 "log_std_min": -10.0, "log_std_max": 2.0, "policy_head": "unit",
+                 "log_std_min": -5.0, "log_std_max": 0.0, "policy_head": "small",
                  "policy_delay": 2, "tau": 0.01,
                  "gamma": 0.99, "batch_size": 512, "learning_starts": 10_000, "utd": 1,
                  "noise_hold": 2.0, "noise_hold_max": 16, "hold_random_actions": False},
