@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .architectures import equal_widths
-from .networks import Params
+from .networks import Params, linear_of
 from .registry import POLICIES, Network, is_int, is_real, register, setting
 
 EPS = 1e-8  # the smallest norm a vector is divided by
@@ -72,7 +72,7 @@ class HyperDense(nn.Module):
             self.hyper_dense.weight.copy_(l2normalize(self.hyper_dense.weight))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.hyper_dense(x)
+        return linear_of(self.hyper_dense)(x, self.hyper_dense.weight)
 
 
 class Embedder(nn.Module):

@@ -17,7 +17,7 @@ from . import keys
 from .config import PRECISIONS, SACConfig
 from .architectures import build_network
 from .networks import (Params, cast_params, decay_mask, module_params,
-                       param_shapes, set_products_dtype, stack_params)
+                       order_products, param_shapes, set_products_dtype, stack_params)
 from .normalize import init_stats
 from .optim import AdamState, adam_init
 from .platform.devices import bf16_products_slow
@@ -159,6 +159,7 @@ def static_for(config: SACConfig) -> Static:
     for template in (actor, critic, encoder, *extra.values()):
         if isinstance(template, nn.Module):
             set_products_dtype(template, PRECISIONS[config.precision])
+    order_products(critic, config.num_critics, config.device)
     on = config.weight_decay_on
     return Static(config, actor, critic, decay_mask(actor, on), decay_mask(critic, on), encoder,
                   {} if encoder is None else decay_mask(encoder, on), extra)
