@@ -3,13 +3,13 @@ weight first (``funcsac.networks.order_products``, the default on a CPU) against
 taking ``x @ W^T`` (``F.linear``), in one process, interleaved:
 
     python bench/layout.py [--presets sac,crossq,tqc,simbav2,flashsac] [--precisions bf16]
-                           [--min ENTRIES] [--write]
+                           [--min ENTRIES] [--dims 17,6] [--write]
 
-Sizes as ``precision.py``'s: HalfCheetah-v5's (17 observations, 6 actions), each preset's
-widths and batch; a row is one gradient step (the actor's too). Medians of 5 rounds, each timing
-every row's two forms by the median of 10 calls. ``--min``: the weight-first form with that
-threshold in place of ``WEIGHT_FIRST_MIN`` (0: every critic layer weight first). ``--write``
-puts the table in bench/RESULTS.md.
+Sizes as ``precision.py``'s: HalfCheetah-v5's (17 observations, 6 actions; ``--dims``: others),
+each preset's widths and batch; a row is one gradient step (the actor's too). Medians of 5
+rounds, each timing every row's two forms by the median of 10 calls. ``--min``: the
+weight-first form with that threshold in place of ``WEIGHT_FIRST_MIN`` (0: every critic layer
+weight first). ``--write`` puts the table in bench/RESULTS.md.
 """
 import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import argparse
@@ -28,13 +28,14 @@ from workloads import random_batch, stepper
 ROUNDS = 5
 
 
-def compiled_step(name: str, precision: str, threshold: float):
-    """The preset's compiled gradient step at HalfCheetah's sizes, its critics' products ordered
-    as ``order_products`` orders them with ``WEIGHT_FIRST_MIN`` at ``threshold`` (``math.inf``:
-    all by ``F.linear``); compiled and warmed up. Returns it and the number of layers marked."""
+def compiled_step(name: str, precision: str, threshold: float, dims=(17, 6)):
+    """The preset's compiled gradient step at ``dims`` (observations, actions), its critics'
+    products ordered as ``order_products`` orders them with ``WEIGHT_FIRST_MIN`` at
+    ``threshold`` (``math.inf``: all by ``F.linear``); compiled and warmed up. Returns it and
+    the number of layers marked."""
     settings = funcsac.TrainConfig(**{**funcsac.presets.preset(name, "HalfCheetah-v5"),
                                       "precision": precision})
-    cfg = settings.sac_config(17, 6)
+    cfg = settings.sac_config(*dims)
     default = funcsac.networks.WEIGHT_FIRST_MIN
     funcsac.state.static_for.cache_clear()  # templates built afresh under the threshold below
     funcsac.networks.WEIGHT_FIRST_MIN = threshold
@@ -56,6 +57,7 @@ def main() -> None:
     parser.add_argument("--presets", default="sac,crossq,tqc,simbav2,flashsac")
     parser.add_argument("--precisions", default="bf16")
     parser.add_argument("--min", type=float, default=funcsac.networks.WEIGHT_FIRST_MIN)
+    parser.add_argument("--dims", type=lambda v: tuple(map(int, v.split(","))), default=(17, 6))
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     torch.set_flush_denormal(True)
@@ -63,9 +65,10 @@ def main() -> None:
     rows = {}
     for name in args.presets.split(","):
         for precision in args.precisions.split(","):
-            first, marked = compiled_step(name, precision, args.min)
+            first, marked = compiled_step(name, precision, args.min, args.dims)
             rows[name, precision] = dict(first=first, marked=marked, times=([], []),
-                                         plain=compiled_step(name, precision, math.inf)[0])
+                                         plain=compiled_step(name, precision, math.inf,
+                                                             args.dims)[0])
     for _ in range(ROUNDS):
         for row in rows.values():
             row["times"][0].append(median_us(row["plain"], 2, 10) / 1e3)
@@ -73,8 +76,9 @@ def main() -> None:
     lines = [f"Each preset's compiled gradient step, its critics' products as `x @ W^T` for "
              f"every layer against weight first for the layers `order_products` marks "
              f"(`python bench/layout.py --presets {args.presets} --precisions "
-             f"{args.precisions} --min {args.min:g}`; {machine()}; HalfCheetah sizes, each "
-             f"preset's widths and batch; medians of {ROUNDS} interleaved rounds).", "",
+             f"{args.precisions} --min {args.min:g} --dims {args.dims[0]},{args.dims[1]}`; "
+             f"{machine()}; each preset's widths and batch; medians of {ROUNDS} interleaved "
+             "rounds).", "",
              "| preset | precision | layers marked | x @ W^T ms | weight first ms | speedup |",
              "|---|---|---|---|---|---|"]
     for (name, precision), row in rows.items():

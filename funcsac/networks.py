@@ -120,20 +120,22 @@ def products_dtype(template: nn.Module) -> Optional[torch.dtype]:
 
 # a Linear layer's attribute: whether it takes its product weight first (absent: it does not)
 _WEIGHT_FIRST = "funcsac_weight_first"
-# the stacked weight entries from which an ensemble's Linear layer takes its product weight first
-WEIGHT_FIRST_MIN = 2 ** 20
+# the stacked weights of an ensemble's widest Linear layer from which all its layers take their
+# products weight first (bro's 2 x 512 x 512 gain 1.35x in bf16; sac's 2 x 256 x 256 gain nothing)
+WEIGHT_FIRST_MIN = 2 ** 19
 
 
 def order_products(template: nn.Module, members: int, device) -> nn.Module:
     """Mark ``template``, the network of an ensemble of ``members`` evaluated under ``vmap``
-    (before its first use), so that on a CPU each Linear layer whose weights stacked over the
-    members have at least ``WEIGHT_FIRST_MIN`` entries takes its product weight first
-    (``weight_first_linear``, through ``linear_of``). Its weight's gradient then comes in the
-    weight's layout, so the optimiser's step streams every tensor in one order: a transposed
-    gradient beside row-major moments made that fused step several times slower than memory
-    allows, and the whole gradient step of the wide presets 1.2-1.4x slower (bench/layout.py);
-    for narrower layers, the transposed activations cost more than that step saves. Returns
-    ``template``."""
+    (before its first use), so that on a CPU, where one of its Linear layers' weights stacked
+    over the members have at least ``WEIGHT_FIRST_MIN`` entries, all its Linear layers take
+    their products weight first (``weight_first_linear``, through ``linear_of``; consecutive
+    layers then pass their activations as ``[width, B]``). Each weight's gradient then comes in
+    the weight's layout, so the optimiser's fused step streams every tensor in one order: a
+    transposed gradient beside row-major moments made that step several times slower than
+    memory allows, and the wide presets' whole gradient step 1.1-1.9x slower (bench/layout.py);
+    narrower ensembles, whose gradients fit the cores' caches, gain nothing and are left as they
+    are. Returns ``template``."""
     layers = [m for m in template.modules() if isinstance(m, nn.Linear)]
     wide = torch.device(device).type == "cpu" and any(
         members * layer.weight.numel() >= WEIGHT_FIRST_MIN for layer in layers)
