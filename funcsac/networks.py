@@ -26,6 +26,10 @@ hardware accumulates in float32) and casts each result back, so the parameters, 
 between the products and the outputs keep the parameters' dtype. A template that is not a plain
 ``Sequential`` runs under ``torch.autocast`` instead (its other layers then see bfloat16
 activations too) and its output is cast back.
+
+Products' order: a wide critic ensemble's Linear layers (``order_products``) take their products
+as ``(W @ x^T)^T`` on a CPU, the same values as ``x @ W^T`` up to rounding, each weight's
+gradient in the weight's own layout.
 """
 from __future__ import annotations
 

@@ -65,10 +65,12 @@ def every_layer_weight_first(monkeypatch):
     funcsac.state.static_for.cache_clear()
 
 
-@pytest.mark.parametrize("network", ["mlp", "simbav2"])
-def test_an_update_with_products_weight_first_equals_one_without(network, monkeypatch):
-    cfg = small_config(network=network, dtype=torch.float64, hidden_sizes=(16, 16),
-                       **({"algorithm": "simbav2"} if network == "simbav2" else {}))
+@pytest.mark.parametrize("variant", [
+    {}, {"algorithm": "simbav2", "network": "simbav2"},
+    {"algorithm": "crossq", "critic_batch_renorm": True, "actor_batch_renorm": True},
+    {"algorithm": "flashsac", "network": "flashsac"}], ids=["sac", "simbav2", "crossq", "flashsac"])
+def test_an_update_with_products_weight_first_equals_one_without(variant, monkeypatch):
+    cfg = small_config(dtype=torch.float64, **variant)
     batch = make_batch(cfg, seed=1)
     plain, plain_metrics = funcsac.update(funcsac.init_state(cfg, seed=0), batch)
     funcsac.state.static_for.cache_clear()
