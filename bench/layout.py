@@ -20,6 +20,7 @@ import funcsac  # noqa: F401  before torch, as funcsac train
 import funcsac.networks
 import funcsac.state
 import torch
+from funcsac.layers import weight_first_linear
 
 from measure import median_us
 from results_md import machine, write_block
@@ -44,7 +45,8 @@ def compiled_step(name: str, precision: str, threshold: float, dims=(17, 6)):
     finally:
         funcsac.networks.WEIGHT_FIRST_MIN = default
         funcsac.state.static_for.cache_clear()
-    marked = sum(getattr(m, "funcsac_weight_first", False) for m in state.static.critic.modules())
+    marked = sum(funcsac.networks.linear_of(m) is weight_first_linear
+                 for m in state.static.critic.modules() if isinstance(m, torch.nn.Linear))
     step = stepper(torch.compile(funcsac.update, fullgraph=True), state,
                    random_batch(cfg, settings.batch_size))
     for _ in range(3):

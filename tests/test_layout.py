@@ -1,5 +1,8 @@
 """The critics' wide Linear layers take their products weight first (``order_products``): the same
 values and gradients as ``F.linear``, the weight's gradient in the weight's layout."""
+import contextlib
+
+import optree
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,7 +13,8 @@ import funcsac.state
 from funcsac.layers import weight_first_linear
 from funcsac.networks import linear_of, order_products
 
-from helpers import assert_vmap_equals_loop, make_batch, reordered, small_config
+from helpers import (assert_compiled_equals_eager, assert_vmap_equals_loop, make_batch, reordered,
+                     small_config)
 
 
 def _ensemble_grads(linear, x, w, b):
@@ -56,13 +60,24 @@ def test_an_ensemble_with_a_wide_layer_takes_all_its_products_weight_first():
     assert linear_of(template[0]) is F.linear
 
 
-@pytest.fixture
-def every_layer_weight_first(monkeypatch):
-    """Every critic's Linear layers take their products weight first, for configs built here."""
+@contextlib.contextmanager
+def weight_first_everywhere(monkeypatch):
+    """Every critic's Linear layers take their products weight first, for the configs whose
+    templates are built inside (``static_for`` builds them afresh here, and after)."""
     funcsac.state.static_for.cache_clear()
     monkeypatch.setattr(funcsac.networks, "WEIGHT_FIRST_MIN", 0)
-    yield
-    funcsac.state.static_for.cache_clear()
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        funcsac.state.static_for.cache_clear()
+
+
+@pytest.fixture
+def every_layer_weight_first(monkeypatch):
+    """``weight_first_everywhere`` for the whole test."""
+    with weight_first_everywhere(monkeypatch):
+        yield
 
 
 @pytest.mark.parametrize("variant", [
@@ -73,16 +88,11 @@ def test_an_update_with_products_weight_first_equals_one_without(variant, monkey
     cfg = small_config(dtype=torch.float64, **variant)
     batch = make_batch(cfg, seed=1)
     plain, plain_metrics = funcsac.update(funcsac.init_state(cfg, seed=0), batch)
-    funcsac.state.static_for.cache_clear()
-    monkeypatch.setattr(funcsac.networks, "WEIGHT_FIRST_MIN", 0)
-    try:
+    with weight_first_everywhere(monkeypatch):
         state = funcsac.init_state(cfg, seed=0)
         assert all(linear_of(m) is weight_first_linear for m in state.static.critic.modules()
                    if isinstance(m, torch.nn.Linear))
         first, first_metrics = funcsac.update(state, batch)
-    finally:
-        funcsac.state.static_for.cache_clear()
-    import optree
     optree.tree_map(lambda a, b: torch.testing.assert_close(a, b, **reordered()),
                     (first, first_metrics), (plain, plain_metrics), namespace="funcsac")
 
@@ -94,7 +104,6 @@ def test_vmapped_agents_with_products_weight_first_equal_each_alone(every_layer_
 
 def test_the_compiled_update_with_products_weight_first_equals_the_eager(
         every_layer_weight_first):
-    from helpers import assert_compiled_equals_eager
     cfg = small_config()
     assert_compiled_equals_eager(cfg, lambda s: make_batch(cfg, seed=s), steps=2,
                                  backend="aot_eager", **reordered(torch.float32))
