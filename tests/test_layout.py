@@ -61,22 +61,22 @@ def test_an_ensemble_with_a_wide_layer_takes_all_its_products_weight_first():
 
 
 @contextlib.contextmanager
-def weight_first_everywhere(monkeypatch):
+def weight_first_everywhere():
     """Every critic's Linear layers take their products weight first, for the configs whose
     templates are built inside (``static_for`` builds them afresh here, and after)."""
     funcsac.state.static_for.cache_clear()
-    monkeypatch.setattr(funcsac.networks, "WEIGHT_FIRST_MIN", 0)
     try:
-        yield
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(funcsac.networks, "WEIGHT_FIRST_MIN", 0)
+            yield
     finally:
-        monkeypatch.undo()
         funcsac.state.static_for.cache_clear()
 
 
 @pytest.fixture
-def every_layer_weight_first(monkeypatch):
+def every_layer_weight_first():
     """``weight_first_everywhere`` for the whole test."""
-    with weight_first_everywhere(monkeypatch):
+    with weight_first_everywhere():
         yield
 
 
@@ -84,11 +84,11 @@ def every_layer_weight_first(monkeypatch):
     {}, {"algorithm": "simbav2", "network": "simbav2"},
     {"algorithm": "crossq", "critic_batch_renorm": True, "actor_batch_renorm": True},
     {"algorithm": "flashsac", "network": "flashsac"}], ids=["sac", "simbav2", "crossq", "flashsac"])
-def test_an_update_with_products_weight_first_equals_one_without(variant, monkeypatch):
+def test_an_update_with_products_weight_first_equals_one_without(variant):
     cfg = small_config(dtype=torch.float64, **variant)
     batch = make_batch(cfg, seed=1)
     plain, plain_metrics = funcsac.update(funcsac.init_state(cfg, seed=0), batch)
-    with weight_first_everywhere(monkeypatch):
+    with weight_first_everywhere():
         state = funcsac.init_state(cfg, seed=0)
         assert all(linear_of(m) is weight_first_linear for m in state.static.critic.modules()
                    if isinstance(m, torch.nn.Linear))
