@@ -126,7 +126,10 @@ def report(results: Path, image: Path) -> str:
         groups.setdefault((r["budget"], r["task"], r["algo"], r["library"]), []).append(r)
     lines = ["## MuJoCo campaign", "",
              "2 cores each; a row's runs all on the CPU it names. funcsac trains its seeds "
-             "vmapped in one process, sbx one process a seed; same budget, 256x256 networks, "
+             "vmapped in one process (3 agents vmapped cost what the same compiled update "
+             "costs called for each in turn: 1.00x on an Intel Xeon with AMX, 0.99x on an AMD "
+             "EPYC with AVX-512, 1.02x on one with AVX2 only; `python bench/seeds_layout.py "
+             "--agents 3`), sbx one process a seed; same budget, 256x256 networks, "
              "batch 256, learning after 5,000 random steps (a preset with its own batch and "
              "start, as flashsac and bro, keeps them); final return: the last evaluation "
              "(10 deterministic episodes), mean ± std over seeds; wall: all processes of the "
