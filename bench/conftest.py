@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-import funcsac  # noqa: F401  before torch, as funcsac train: MKL's kernels (funcsac.platform.blas)
+import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.platform.blas)
 import torch  # noqa: E402
 
 
@@ -24,6 +24,7 @@ def device(request):
 @pytest.fixture(autouse=True, scope="session")
 def _cpu_hygiene():
     torch.set_flush_denormal(True)
+    funcsac.reuse_freed_memory()  # as the driver's run
     # the compile store goes in inductor's cache folder, which cold-compile measurements empty
     from torch._inductor.runtime.cache_dir_utils import cache_dir
     os.environ["FUNCSAC_COMPILE_STORE"] = os.path.join(cache_dir(), "funcsac")

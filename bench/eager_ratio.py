@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     args = parser.parse_args()
     torch.set_flush_denormal(True)
+    funcsac.reuse_freed_memory()  # as the driver's run
     print(f"{machine()}; {torch.get_num_threads()} threads; {args.rounds} rounds of {BLOCK}")
     print("| workload | funcsac eager ms | imperative eager ms | funcsac / imperative |")
     print("|---|---|---|---|")

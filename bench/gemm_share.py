@@ -7,7 +7,7 @@ The update is the one ``funcsac train`` runs on Pendulum-v1 (obs 3, act 1, 256x2
 import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import statistics
 
-import funcsac  # noqa: F401  before torch, as funcsac train: MKL's kernels (funcsac.platform.blas)
+import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.platform.blas)
 import numpy as np
 import torch
 
@@ -24,6 +24,7 @@ SHAPES = [(256, 256, 256), (256, 4, 256), (256, 256, 1), (256, 256, 2), (512, 25
 
 def main() -> None:
     torch.set_flush_denormal(True)
+    funcsac.reuse_freed_memory()  # as the driver's run
     config = TrainConfig(env_id="Pendulum-v1")
     spec = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
     sac_config = config.sac_config(3, 1)

@@ -16,7 +16,7 @@ import argparse
 import math
 import statistics
 
-import funcsac  # noqa: F401  before torch, as funcsac train
+import funcsac  # before torch, as funcsac train
 import funcsac.networks
 import funcsac.state
 import torch
@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     torch.set_flush_denormal(True)
+    funcsac.reuse_freed_memory()  # as the driver's run
     torch._dynamo.config.cache_size_limit = 64  # two compiled updates per row
     rows = {}
     for name in args.presets.split(","):

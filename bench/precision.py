@@ -25,7 +25,7 @@ import statistics
 
 import torch.utils._pytree as pytree
 
-import funcsac  # noqa: F401  before torch, as funcsac train
+import funcsac  # before torch, as funcsac train
 import funcsac.platform.cpu
 import torch
 import torch._inductor.config
@@ -78,6 +78,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     torch.set_flush_denormal(True)
+    funcsac.reuse_freed_memory()  # as the driver's run
     torch._inductor.config.cpp.enable_kernel_profile = args.profile
     torch._dynamo.config.cache_size_limit = 64  # one compiled update per row
     rows, streams = {}, []

@@ -8,7 +8,7 @@ import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command
 import argparse
 import statistics
 
-import funcsac  # noqa: F401  before torch, as funcsac train
+import funcsac  # before torch, as funcsac train
 import torch
 import torch.utils._pytree as pytree
 
@@ -22,6 +22,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=3)
     agents = parser.parse_args().agents
     torch.set_flush_denormal(True)
+    funcsac.reuse_freed_memory()  # as the driver's run
     cfg = workload_config("mujoco")
     states = [funcsac.init_state(cfg, seed=s) for s in range(agents)]
     batches = [random_batch(cfg, seed=s) for s in range(agents)]

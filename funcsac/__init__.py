@@ -14,6 +14,7 @@ from .losses import (ActorOut, CriticOut, Losses, actor_loss, critic_loss, td_ta
 from .architectures import mlp
 from .networks import apply_actor, apply_critic, apply_critics, apply_encoder
 from .optim import AdamState, adam_init, adam_update, global_norm
+from .platform.memory import reuse_freed_memory
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .state import HParams, SACState, Static, check_state, init_state, reset_params
 from .utd import make_update_many, update_many
@@ -30,6 +31,7 @@ __all__ = [
     "temperature_loss", "ActorOut",
     "CriticOut", "Algorithm", "register", "apply_actor", "apply_critic", "apply_critics",
     "apply_encoder", "mlp", "AdamState", "adam_init", "adam_update", "global_norm",
+    "reuse_freed_memory",
     "tanh_gaussian_log_prob", "tanh_gaussian_sample", "HParams", "SACState", "Static",
     "check_state", "init_state",
     "reset_params", "make_update_many", "update_many", "ALGORITHMS", "ALGORITHMS_BY_POLICY",

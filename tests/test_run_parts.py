@@ -12,7 +12,7 @@ from funcsac.driver.envs.spec import env_spec
 from funcsac.driver.replay.sampling import sample_batches
 from funcsac.driver.run.agents import agent_specs, split_keys
 from funcsac.driver.run.collector import Collector
-from funcsac.driver.run import learner
+from funcsac.driver.run import learner, loop
 from funcsac.driver.run.learner import Learner, initial_state, replay_buffer
 from funcsac.driver.run.logs import Timings
 from funcsac.driver.run.progress import Progress
@@ -114,15 +114,18 @@ def test_the_recorder_logs_evaluates_and_checkpoints_at_their_intervals(tmp_path
     assert checkpoints == [150, 200] and reports == [100, 200] and p.env_step == 200
 
 
-def test_a_run_sets_its_process_wide_settings_and_restores_them(tmp_path):
+def test_a_run_sets_its_process_wide_settings_and_restores_them(tmp_path, monkeypatch):
     """Denormals are flushed during a run (a callback sees 1e-39 * 1 become 0) and not after
-    it; the intra-op threads are what they were."""
+    it; the intra-op threads are what they were; freed memory is kept for reuse from the run's
+    start (``reuse_freed_memory``, once)."""
     tiny = torch.tensor(1e-39)
-    seen, threads = [], torch.get_num_threads()
+    seen, threads, reuse = [], torch.get_num_threads(), []
+    monkeypatch.setattr(loop, "reuse_freed_memory", lambda: reuse.append(len(seen)))
     cfg = funcsac.TrainConfig(total_steps=60, learning_starts=30, eval_every=30, **TINY)
     funcsac.train(cfg, tmp_path, callbacks=[lambda report: seen.append(float(tiny * 1.0))])
     assert seen and all(x == 0.0 for x in seen)
     assert float(tiny * 1.0) > 0.0 and torch.get_num_threads() == threads
+    assert reuse == [0]  # before the first report
 
 
 def test_a_run_with_a_policy_delay_computes_the_actor_only_when_it_is_due(tmp_path,

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ... import keys
+from ...platform.memory import reuse_freed_memory
 from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
 from ...state import SACState, reset_params
@@ -88,8 +89,11 @@ class _StopFlag:
 def _run_settings():
     """Denormal floats flushed to zero on the CPU for the run (10x slower arithmetic
     otherwise), then not, torch's default (torch has no getter for the setting), and the
-    intra-op threads as they were."""
+    intra-op threads as they were; freed memory kept for reuse (``reuse_freed_memory``: each
+    update's pages not faulted in afresh), for the rest of the process (malloc has no getter
+    either)."""
     threads = torch.get_num_threads()
+    reuse_freed_memory()
     torch.set_flush_denormal(True)
     try:
         yield
