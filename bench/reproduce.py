@@ -37,8 +37,8 @@ def flags_of(settings: dict) -> list:
     return flags
 
 
-def mujoco_command(task: str, algo: str, budget: int, seeds: int) -> list:
-    """The command of the campaign's funcsac run of ``algo`` on ``task``."""
+def mujoco_command(task: str, algo: str, budget: int, seeds: list) -> list:
+    """The command of the campaign's funcsac run of ``algo`` on ``task`` with ``seeds``."""
     name, settings = preset_and_settings(algo)
     run_dir = f"runs/{task.split('-')[0].lower()}-{algo.replace('@', '-at-')}"
     return ["funcsac", "train", "--preset", name,
@@ -98,8 +98,10 @@ def mujoco_table(results: Path) -> str:
                  f"{published[1]:,} ({published[0]})" if published and r["budget"] == 100_000
                  else "-"]
         lines.append("| " + " | ".join(cells) + " |")
-        commands.append((f"{r['task']}, {r['algo']}, {r['budget']:,} steps",
-                         mujoco_command(r["task"], r["algo"], r["budget"], len(r["seeds"]))))
+        seeds = r["seeds"]
+        named = f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"{seeds[0]}"
+        commands.append((f"{r['task']}, {r['algo']}, {r['budget']:,} steps (seeds {named})",
+                         mujoco_command(r["task"], r["algo"], r["budget"], seeds)))
     return "\n".join(lines) + "\n\n" + _commands(commands)
 
 

@@ -12,8 +12,11 @@ bf16``).
 Each finished run appends one JSON line to ``--results``; a rerun skips what is there. A funcsac
 run that is interrupted (Ctrl-C, SIGTERM, a crash, the machine going away) continues from its
 checkpoint in ``--runs-dir`` when the campaign is run again, its wall time summed over the
-pieces; an sbx run starts again. Wall time is the parent's clock around each child process
-(imports included). Run nothing else on the machine meanwhile: the wall times are the result.
+pieces; an sbx run starts again. ``--first-seed K --num-seeds N`` runs seeds K to K+N-1 as a
+row of their own, so a row too long for one sitting runs a seed at a time; the report pools the
+rows of a task, algorithm and budget, and a run whose seeds a finished row holds is refused.
+Wall time is the parent's clock around each child process (imports included). Run nothing else
+on the machine meanwhile: the wall times are the result.
 """
 import argparse
 import datetime
@@ -42,6 +45,17 @@ def finished(results: Path) -> set:
     if not results.exists():
         return set()
     return {key_of(json.loads(line)) for line in results.read_text().splitlines() if line}
+
+
+def refuse_overlap(key: tuple, done: set) -> None:
+    """``SystemExit`` if a finished row of the same library, task, algorithm and budget holds
+    one of ``key``'s seeds (the report pools a group's rows, so a seed may count once)."""
+    for other in done:
+        shared = set(other[4]) & set(key[4])
+        if other[:4] == key[:4] and shared:
+            sys.exit(f"suite: {key[0]} {key[2]} on {key[1]} at {key[3]:,} steps: seeds "
+                     f"{sorted(shared)} are already in a finished row (seeds {list(other[4])}); "
+                     f"choose seeds after them with --first-seed")
 
 
 def run_child(args: list, run_dir: Path, flags: list, pieces: bool) -> dict:
@@ -80,7 +94,7 @@ def campaign(args) -> None:
     done, results = finished(Path(args.results)), Path(args.results)
     for task in args.tasks:
         for algo in args.algos:
-            seeds = list(range(1, args.num_seeds + 1))
+            seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
             jobs = [("funcsac", seeds)]
             if args.peers == "sbx" and peer_of(algo) in SBX:
                 jobs += [("sbx", [s]) for s in seeds]
@@ -90,15 +104,16 @@ def campaign(args) -> None:
                        "budget": args.budget, "seeds": which}
                 if key_of(row) in done:
                     continue
+                refuse_overlap(key_of(row), done)
                 name = (f"{library}-{task}-{row['algo']}-{args.budget}-seeds"
                         f"{'-'.join(map(str, which))}")
-                count = len(which) if library == "funcsac" else which[0]
                 extra = ["--eager"] if args.eager and library == "funcsac" else []
                 print(f"suite: {name}", flush=True)
                 run_dir = Path(args.runs_dir) / name
                 if library == "sbx" and (run_dir / PIECES).exists():
                     (run_dir / PIECES).unlink()
-                result = run_child([library, task, row["algo"], str(args.budget), str(count)],
+                result = run_child([library, task, row["algo"], str(args.budget),
+                                    ",".join(map(str, which))],
                                    run_dir, extra, pieces=library == "funcsac")
                 row.update(result, machine=machine(), date=datetime.date.today().isoformat())
                 with open(results, "a") as f:
@@ -228,6 +243,9 @@ def main(argv=None) -> None:
                                  "Humanoid-v5"])
     parser.add_argument("--algos", type=lambda s: s.split(","), default=["sac", "crossq"])
     parser.add_argument("--num-seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="seeds FIRST, FIRST+1, ...: a row's seeds can run in pieces of "
+                             "seeds, each its own row, pooled in the report")
     parser.add_argument("--peers", choices=("sbx", "none"), default="sbx")
     parser.add_argument("--results", default=str(HERE / "suite.jsonl"))
     parser.add_argument("--runs-dir", default="runs/suite")

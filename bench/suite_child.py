@@ -1,9 +1,9 @@
 """One run of the MuJoCo campaign in this process, for ``bench/suite.py``.
 
-    python bench/suite_child.py funcsac TASK ALGO BUDGET NUM_SEEDS RUN_DIR OUT.json [--eager]
+    python bench/suite_child.py funcsac TASK ALGO BUDGET SEEDS RUN_DIR OUT.json [--eager]
     python bench/suite_child.py sbx TASK ALGO BUDGET SEED RUN_DIR OUT.json
 
-funcsac trains ``NUM_SEEDS`` agents (seeds 1, 2, ...) vmapped in one process in ``RUN_DIR``,
+funcsac trains an agent for each of ``SEEDS`` (consecutive, comma-separated: ``1,2,3``) vmapped in one process in ``RUN_DIR``,
 resuming from its checkpoint when the directory holds one, with its preset's settings for the
 task (``ALGO@sbx``: at the sbx peer's settings, ``LIKE_SBX``). sbx trains one seed (sbx's SAC,
 CrossQ, TQC, or its SAC as DroQ) with 256x256 networks, from the start. Both evaluate every
@@ -106,8 +106,9 @@ def preset_and_settings(algo: str) -> tuple:
             else (algo, {}))
 
 
-def campaign_settings(task: str, algo: str, budget: int, seeds: int) -> dict:
-    """What a funcsac run of the campaign sets over its preset: the task, the budget, the seeds,
+def campaign_settings(task: str, algo: str, budget: int, seeds: list) -> dict:
+    """What a funcsac run of the campaign sets over its preset: the task, the budget, the seeds
+    (consecutive: the first and how many),
     the evaluation, and the sbx side's batch (256) and random steps (``learning_starts``) unless
     ``algo`` is a preset that sets its own (its batch and start are part of what it is; an
     ``ALGO@sbx`` run takes the sbx side's)."""
@@ -117,11 +118,11 @@ def campaign_settings(task: str, algo: str, budget: int, seeds: int) -> dict:
     own = {} if algo.removesuffix(BF16) in LIKE_SBX else preset(name, task)
     shared = {"learning_starts": learning_starts(budget), "batch_size": 256}
     return {"env_id": task, "total_steps": budget, "eval_every": eval_every(budget),
-            "eval_episodes": EVAL_EPISODES, "num_seeds": seeds,
+            "eval_episodes": EVAL_EPISODES, "seed": seeds[0], "num_seeds": len(seeds),
             **{k: v for k, v in shared.items() if k not in own}}
 
 
-def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
+def run_funcsac(task: str, algo: str, budget: int, seeds: list, run_dir: Path,
                 eager: bool) -> dict:
     import csv
 
@@ -150,7 +151,7 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: int, run_dir: Path,
     with open(run_dir / "metrics.csv") as f:
         last = list(csv.DictReader(f))[-1]
     split = {k[len("time_"):]: float(last[k]) for k in last if k.startswith("time_")}
-    return {"curve": curve, "split": split, "seeds": list(range(1, seeds + 1))}
+    return {"curve": curve, "split": split, "seeds": seeds}
 
 
 def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
@@ -184,11 +185,12 @@ def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
 
 def main(argv) -> None:
     library, task, algo, budget = argv[0], argv[1], argv[2], int(argv[3])
-    count, run_dir, out = int(argv[4]), Path(argv[5]), Path(argv[6])
+    seeds, run_dir, out = [int(s) for s in argv[4].split(",")], Path(argv[5]), Path(argv[6])
     if library == "funcsac":
-        result = run_funcsac(task, algo, budget, count, run_dir, "--eager" in argv)
+        result = run_funcsac(task, algo, budget, seeds, run_dir, "--eager" in argv)
     else:
-        result = run_sbx(task, algo, budget, count)
+        (seed,) = seeds
+        result = run_sbx(task, algo, budget, seed)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out.write_text(json.dumps(result))
 

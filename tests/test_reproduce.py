@@ -58,7 +58,8 @@ def test_each_command_is_the_configuration_the_campaign_ran(bench):
         if len(fields) == 3:  # task, algorithm, budget: a MuJoCo campaign run
             task, algo, budget = fields[0], fields[1], int(fields[2].split()[0].replace(",", ""))
             name, settings = bench.preset_and_settings(algo)
-            seeds = int(argv[argv.index("--num-seeds") + 1])
+            first, count = (int(argv[argv.index(f) + 1]) for f in ("--seed", "--num-seeds"))
+            seeds = list(range(first, first + count))
             expected = TrainConfig(**{**preset(name, task), **settings,
                                       **bench.campaign_settings(task, algo, budget, seeds)})
         else:  # task, budget: the discrete campaign, funcsac's defaults
@@ -84,10 +85,10 @@ def test_flags_of_round_trips_every_kind_of_setting(bench):
 def test_a_preset_keeps_its_own_batch_and_start_in_the_campaign_and_a_like_sbx_row_takes_sbxs(
         bench):
     from funcsac.driver.presets import preset
-    own = bench.campaign_settings("Hopper-v5", "flashsac", 100_000, 3)
+    own = bench.campaign_settings("Hopper-v5", "flashsac", 100_000, [1, 2, 3])
     assert "batch_size" not in own and "learning_starts" not in own
     assert (preset("flashsac", "Hopper-v5")["batch_size"],
             preset("flashsac", "Hopper-v5")["learning_starts"]) == (512, 10_000)
     for algo in ("sac", "sac@sbx", "crossq@sbx"):
-        shared = bench.campaign_settings("Hopper-v5", algo, 100_000, 3)
+        shared = bench.campaign_settings("Hopper-v5", algo, 100_000, [1, 2, 3])
         assert (shared["batch_size"], shared["learning_starts"]) == (256, 5_000), algo

@@ -165,10 +165,10 @@ def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(m
         assert preset_and_settings(algo + "-bf16") == (name, {**settings, "precision": "bf16"})
         assert peer_of(algo + "-bf16") == peer_of(algo)
         for task in ("HalfCheetah-v5", "Hopper-v5"):
-            assert (campaign_settings(task, algo + "-bf16", 100_000, 3)
-                    == campaign_settings(task, algo, 100_000, 3))
-    assert "batch_size" not in campaign_settings("Hopper-v5", "flashsac-bf16", 100_000, 1)
-    assert campaign_settings("Hopper-v5", "sac-bf16", 100_000, 1)["batch_size"] == 256
+            assert (campaign_settings(task, algo + "-bf16", 100_000, [1, 2, 3])
+                    == campaign_settings(task, algo, 100_000, [1, 2, 3]))
+    assert "batch_size" not in campaign_settings("Hopper-v5", "flashsac-bf16", 100_000, [1])
+    assert campaign_settings("Hopper-v5", "sac-bf16", 100_000, [1])["batch_size"] == 256
 
 
 def test_a_published_seed_range_holds_its_mean_and_stands_beside_it(monkeypatch):
@@ -197,3 +197,33 @@ def test_each_row_stands_beside_its_own_methods_published_figure(monkeypatch):
     assert published_figure("tqc", "Ant-v5", 100_000) == "2,801 (MR.Q)"
     assert published_figure("crossq", "Humanoid-v5", 300_000) == "4,997 (MR.Q)"
     assert published_figure("crossq@sbx", "Hopper-v5", 50_000) == "-"
+
+
+def _row(seeds: list, final: list, library: str = "funcsac") -> dict:
+    return {"library": library, "task": "Hopper-v5", "algo": "crossq", "budget": 100_000,
+            "seeds": seeds, "curve": [[60.0, 100_000, final]], "split": {}, "wall_s": 600.0,
+            "pieces": 1, "machine": "Intel Xeon (AVX-512, AMX), 2 cores", "date": "2026-12-06"}
+
+
+def test_seeds_run_in_pieces_of_seeds_pool_in_the_report_and_none_runs_twice(monkeypatch,
+                                                                              tmp_path):
+    """``--first-seed``: a row's seeds can run a few at a time, each piece its own row; the
+    report pools them (mean over all seeds, walls summed), and a run whose seeds a finished row
+    already holds is refused before anything starts."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    import suite
+    results = tmp_path / "suite.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in (
+        _row([1], [1000.0]), _row([2, 3], [2000.0, 3000.0]))))
+    text = suite.report(results, tmp_path / "suite.png")
+    assert "| Hopper-v5 | crossq | 2,000 ± 1,000 | - | 1,200 (3) |" in text
+    argv = ["--budget", "100000", "--tasks", "Hopper-v5", "--algos", "crossq", "--peers", "none",
+            "--results", str(results), "--runs-dir", str(tmp_path / "runs"),
+            "--results-md", str(tmp_path / "r.md")]
+    with pytest.raises(SystemExit, match=r"seeds \[3\] are already in a finished row"):
+        suite.main(argv + ["--first-seed", "3", "--num-seeds", "2"])
+    assert not (tmp_path / "runs").exists()
+    suite.main(argv + ["--num-seeds", "1"])  # seed 1 is done: nothing runs, the report is written
+    assert not (tmp_path / "runs").exists() and "| crossq |" in (tmp_path / "r.md").read_text()
