@@ -3,15 +3,16 @@
     python bench/suite_child.py funcsac TASK ALGO BUDGET SEEDS RUN_DIR OUT.json [--eager]
     python bench/suite_child.py sbx TASK ALGO BUDGET SEED RUN_DIR OUT.json
 
-funcsac trains an agent for each of ``SEEDS`` (consecutive, comma-separated: ``1,2,3``) vmapped in one process in ``RUN_DIR``,
-resuming from its checkpoint when the directory holds one, with its preset's settings for the
-task (``ALGO@sbx``: at the sbx peer's settings, ``LIKE_SBX``). sbx trains one seed (sbx's SAC,
-CrossQ, TQC, or its SAC as DroQ) with 256x256 networks, from the start. Both evaluate every
-``EVAL_EVERY`` environment steps with ``EVAL_EPISODES`` deterministic episodes, use batch 256, a
-1M buffer and start learning after ``learning_starts(BUDGET)`` random steps (a preset that sets
-its own batch or start, as flashsac and bro do, keeps it: ``campaign_settings``). The JSON holds the
-evaluation curve as ``[wall seconds, env step, [return per seed]]`` rows (wall: since the run's
-first piece began, counting earlier pieces), the phase split, and the peak RSS of this process.
+funcsac trains an agent for each of ``SEEDS`` (consecutive, comma-separated: ``1,2,3``), vmapped
+in one process in ``RUN_DIR``, resuming from its checkpoint when the directory holds one, with
+its preset's settings for the task (``ALGO@sbx``: at the sbx peer's settings, ``LIKE_SBX``). sbx
+trains one seed (sbx's SAC, CrossQ, TQC, or its SAC as DroQ) with 256x256 networks, from the
+start. Both evaluate every ``EVAL_EVERY`` environment steps with ``EVAL_EPISODES`` deterministic
+episodes, use batch 256, a 1M buffer and start learning after ``learning_starts(BUDGET)`` random
+steps (a preset that sets its own batch or start, as flashsac and bro do, keeps it:
+``campaign_settings``). The JSON holds the evaluation curve as ``[wall seconds, env step,
+[return per seed]]`` rows (wall: since the run's first piece began, counting earlier pieces),
+the phase split, and the peak RSS of this process.
 """
 import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import json
