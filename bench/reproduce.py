@@ -40,7 +40,8 @@ def flags_of(settings: dict) -> list:
 def mujoco_command(task: str, algo: str, budget: int, seeds: list) -> list:
     """The command of the campaign's funcsac run of ``algo`` on ``task`` with ``seeds``."""
     name, settings = preset_and_settings(algo)
-    run_dir = f"runs/{task.split('-')[0].lower()}-{algo.replace('@', '-at-')}"
+    run_dir = (f"runs/{task.split('-')[0].lower()}-{algo.replace('@', '-at-')}-seeds"
+               f"{seeds[0]}" + (f"-{seeds[-1]}" if len(seeds) > 1 else ""))
     return ["funcsac", "train", "--preset", name,
             *flags_of({**campaign_settings(task, algo, budget, seeds), **settings}),
             "--run-dir", run_dir]

@@ -109,10 +109,9 @@ def preset_and_settings(algo: str) -> tuple:
 
 def campaign_settings(task: str, algo: str, budget: int, seeds: list) -> dict:
     """What a funcsac run of the campaign sets over its preset: the task, the budget, the seeds
-    (consecutive: the first and how many),
-    the evaluation, and the sbx side's batch (256) and random steps (``learning_starts``) unless
-    ``algo`` is a preset that sets its own (its batch and start are part of what it is; an
-    ``ALGO@sbx`` run takes the sbx side's)."""
+    (consecutive: the first and how many), the evaluation, and the sbx side's batch (256) and
+    random steps (``learning_starts``) unless ``algo`` is a preset that sets its own (its batch
+    and start are part of what it is; an ``ALGO@sbx`` run takes the sbx side's)."""
     from funcsac.driver.presets import preset
 
     name, _ = preset_and_settings(algo)

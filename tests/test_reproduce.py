@@ -50,6 +50,8 @@ def test_each_command_is_the_configuration_the_campaign_ran(bench):
     found = commands(PAGE.read_text())
     mujoco = [c for c in found if len(c.split(", ")) == 3]
     assert mujoco and len(found) > len(mujoco)
+    # each command its own run folder: rows of one task and algorithm differ in their seeds
+    assert len({argv[argv.index("--run-dir") + 1] for argv in found.values()}) == len(found)
     ignored = ("run_dir", "checkpoint_every", "progress", "compile")
     for comment, argv in found.items():
         assert argv[:2] == ["funcsac", "train"], comment
