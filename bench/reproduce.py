@@ -37,11 +37,16 @@ def flags_of(settings: dict) -> list:
     return flags
 
 
+def seeds_named(seeds: list) -> str:
+    """Consecutive ``seeds`` as ``1-3`` (``2`` for one)."""
+    return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"{seeds[0]}"
+
+
 def mujoco_command(task: str, algo: str, budget: int, seeds: list) -> list:
     """The command of the campaign's funcsac run of ``algo`` on ``task`` with ``seeds``."""
     name, settings = preset_and_settings(algo)
     run_dir = (f"runs/{task.split('-')[0].lower()}-{algo.replace('@', '-at-')}-seeds"
-               f"{seeds[0]}" + (f"-{seeds[-1]}" if len(seeds) > 1 else ""))
+               f"{seeds_named(seeds)}")
     return ["funcsac", "train", "--preset", name,
             *flags_of({**campaign_settings(task, algo, budget, seeds), **settings}),
             "--run-dir", run_dir]
@@ -99,10 +104,9 @@ def mujoco_table(results: Path) -> str:
                  f"{published[1]:,} ({published[0]})" if published and r["budget"] == 100_000
                  else "-"]
         lines.append("| " + " | ".join(cells) + " |")
-        seeds = r["seeds"]
-        named = f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"{seeds[0]}"
-        commands.append((f"{r['task']}, {r['algo']}, {r['budget']:,} steps (seeds {named})",
-                         mujoco_command(r["task"], r["algo"], r["budget"], seeds)))
+        commands.append((f"{r['task']}, {r['algo']}, {r['budget']:,} steps (seeds "
+                         f"{seeds_named(r['seeds'])})",
+                         mujoco_command(r["task"], r["algo"], r["budget"], r["seeds"])))
     return "\n".join(lines) + "\n\n" + _commands(commands)
 
 

@@ -199,8 +199,8 @@ def test_each_row_stands_beside_its_own_methods_published_figure(monkeypatch):
     assert published_figure("crossq@sbx", "Hopper-v5", 50_000) == "-"
 
 
-def _row(seeds: list, final: list, library: str = "funcsac") -> dict:
-    return {"library": library, "task": "Hopper-v5", "algo": "crossq", "budget": 100_000,
+def _row(seeds: list, final: list) -> dict:
+    return {"library": "funcsac", "task": "Hopper-v5", "algo": "crossq", "budget": 100_000,
             "seeds": seeds, "curve": [[60.0, 100_000, final]], "split": {}, "wall_s": 600.0,
             "pieces": 1, "machine": "Intel Xeon (AVX-512, AMX), 2 cores", "date": "2026-12-06"}
 
