@@ -12,9 +12,10 @@ bf16``).
 Each finished run appends one JSON line to ``--results``; a rerun skips what is there. A funcsac
 run that is interrupted (Ctrl-C, SIGTERM, a crash, the machine going away) continues from its
 checkpoint in ``--runs-dir`` when the campaign is run again, its wall time summed over the
-pieces; an sbx run starts again. ``--first-seed K --num-seeds N`` runs seeds K to K+N-1 as a
-row of their own, so a row too long for one sitting runs a seed at a time; the report pools the
-rows of a task, algorithm and budget, and a run whose seeds a finished row holds is refused.
+pieces; an sbx run starts again. ``--peers none`` runs funcsac's side alone, ``--peers only``
+sbx's. ``--first-seed K --num-seeds N`` runs seeds K to K+N-1 as a row of their own, so a row
+too long for one sitting runs a seed at a time; the report pools the rows of a task, algorithm
+and budget, and a run whose seeds a finished row holds is refused.
 Wall time is the parent's clock around each child process (imports included). Run nothing else
 on the machine meanwhile: the wall times are the result.
 """
@@ -95,8 +96,8 @@ def campaign(args) -> None:
     for task in args.tasks:
         for algo in args.algos:
             seeds = list(range(args.first_seed, args.first_seed + args.num_seeds))
-            jobs = [("funcsac", seeds)]
-            if args.peers == "sbx" and peer_of(algo) in SBX:
+            jobs = [("funcsac", seeds)] if args.peers != "only" else []
+            if args.peers != "none" and peer_of(algo) in SBX:
                 jobs += [("sbx", [s]) for s in seeds]
             for library, which in jobs:
                 row = {"library": library, "task": task,
@@ -246,7 +247,9 @@ def main(argv=None) -> None:
     parser.add_argument("--first-seed", type=int, default=1,
                         help="seeds FIRST, FIRST+1, ...: a row's seeds can run in pieces of "
                              "seeds, each its own row, pooled in the report")
-    parser.add_argument("--peers", choices=("sbx", "none"), default="sbx")
+    parser.add_argument("--peers", choices=("sbx", "none", "only"), default="sbx",
+                        help="sbx: funcsac's run and then sbx's; none: funcsac's alone; only: "
+                             "sbx's alone (a row's sides can run in different sittings)")
     parser.add_argument("--results", default=str(HERE / "suite.jsonl"))
     parser.add_argument("--runs-dir", default="runs/suite")
     parser.add_argument("--eager", action="store_true", help="funcsac without compiling")

@@ -227,3 +227,31 @@ def test_seeds_run_in_pieces_of_seeds_pool_in_the_report_and_none_runs_twice(mon
     assert not (tmp_path / "runs").exists()
     suite.main(argv + ["--num-seeds", "1"])  # seed 1 is done: nothing runs, the report is written
     assert not (tmp_path / "runs").exists() and "| crossq |" in (tmp_path / "r.md").read_text()
+
+
+def test_a_rows_two_sides_can_run_in_different_sittings(monkeypatch, tmp_path):
+    """``--peers none`` runs funcsac's side of a row alone and ``--peers only`` sbx's, one
+    process a seed; together they run what the default runs, nothing twice."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    import suite
+    ran = []
+
+    def fake_child(args, run_dir, flags, pieces):
+        ran.append((args[0], args[4], pieces))
+        seeds = args[4].split(",")
+        return {"curve": [[60.0, 50_000, [1000.0] * len(seeds)]], "split": {}, "wall_s": 60.0,
+                "pieces": 1}
+
+    monkeypatch.setattr(suite, "run_child", fake_child)
+    argv = ["--budget", "50000", "--tasks", "Hopper-v5", "--algos", "tqc@sbx", "--num-seeds", "2",
+            "--results", str(tmp_path / "suite.jsonl"), "--runs-dir", str(tmp_path / "runs"),
+            "--results-md", str(tmp_path / "r.md")]
+    suite.main(argv + ["--peers", "only"])
+    assert ran == [("sbx", "1", False), ("sbx", "2", False)]
+    suite.main(argv + ["--peers", "none"])
+    assert ran[2:] == [("funcsac", "1,2", True)]
+    suite.main(argv)  # both sides are in: nothing runs again
+    assert len(ran) == 3
+    assert "| Hopper-v5 | tqc@sbx | 1,000 ± 0 | 1,000 ± 0 |" in (tmp_path / "r.md").read_text()
