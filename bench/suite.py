@@ -32,7 +32,7 @@ from pathlib import Path
 from published import (CLEANRL_SAC_1M, METHOD_OF_PRESET, MRQ, published_at_100k,
                        published_table)
 from results_md import cpu_of, machine, mean_std, write_block
-from suite_child import PIECES, SBX, peer_of, preset_and_settings
+from suite_child import PIECES, SBX, differs_from_sbx, peer_of, preset_and_settings
 
 HERE = Path(__file__).parent
 STOP_TIMEOUT_S = 120  # how long an interrupted child may take to stop before it is killed
@@ -152,19 +152,17 @@ def report(results: Path, image: Path) -> str:
              "row, and the wall time a seed costs against sbx's (`python bench/suite.py`). "
              "Published: the row's own method's seed mean at 100k (FlashSAC's for flashsac, "
              "SAC's for sac), else MR.Q's at that budget; not measured here. A plain "
-             "algorithm's row is not like for like: each library runs its own defaults beside "
-             "those shared settings; for SAC, "
-             "funcsac's (CleanRL's: critic and temperature learning rates 1e-3, the log-std "
-             "tanh-squashed to [-5, 2], torch's initialisation) against sbx's (3e-4 for all "
-             "three, the log-std clipped to [-20, 2], flax's lecun-normal). An `ALGO@sbx` row "
-             "runs funcsac at its sbx peer's settings (`bench/suite_child.py`'s `LIKE_SBX`), "
-             "beside the same sbx rows. A wall time marked \"machine shared\" is not given: other "
-             "work shared the machine while the run ran.", ""]
+             "algorithm's row runs each library's own settings beside those shared ones, an "
+             "`ALGO@sbx` row funcsac at its sbx peer's settings (`bench/suite_child.py`'s "
+             "`LIKE_SBX`), beside the same sbx rows; the last column says what differs "
+             "between a row's two sides beyond those. A wall time marked \"machine shared\" is "
+             "not given: other work shared the machine while the run ran.", ""]
     for budget in sorted({b for b, *_ in groups}):
         lines += [f"### {budget:,} steps", "",
                   "| task | algorithm | funcsac return | sbx return | funcsac wall s (seeds) | "
-                  "sbx wall s (seeds) | wall a seed vs sbx | CPU | published (v4) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "sbx wall s (seeds) | wall a seed vs sbx | CPU | published (v4) | "
+                  "what differs from sbx's side |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for (b, task, algo, library), rs in sorted(groups.items()):
             if b != budget or library != "funcsac":
                 continue
@@ -187,7 +185,7 @@ def report(results: Path, image: Path) -> str:
                      "-" if shared or not sbx else f"{ratio:.2f}" if same_cpu
                      else "- (another CPU)",
                      cpu_of(rs[0]["machine"]),
-                     published]
+                     published, differs_from_sbx(algo)]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["### Published at 100,000 steps", "",

@@ -36,32 +36,44 @@ SBX = {"sac": ("SAC", {}), "crossq": ("CrossQ", {}), "tqc": ("TQC", {}),
                         "policy_kwargs": {"dropout_rate": 0.01, "layer_norm": True}}),
        "simba": ("SAC", {"policy": "SimbaPolicy"})}
 # funcsac set to a peer's own settings, by name: (the sbx algorithm it is compared with, the
-# preset, the settings over it), at the campaign's 256 x 256 networks on both sides. sbx's
-# actors (sbx/common/policies.py): the log-std clipped to [-20, 2], flax's Dense init
-# (lecun-normal, zero biases). SAC (sbx/sac/sac.py): learning rates 3e-4 for the actor, the
-# critics and the temperature. CrossQ (sbx/crossq/crossq.py): the crossq preset's settings
-# (sbx's) at 256-wide critics. TQC (sbx/tqc): 2 critics of 25 quantiles, 2 dropped per critic on
-# every task. DroQ (sbx's SAC as above): dropout 0.01 on every task, the target entropy
-# -act_dim, the actor against the min of the critics. SAC with SimBa networks (sbx's
+# preset, the settings over it, what still differs from the sbx run), at the campaign's 256 x 256
+# networks on both sides. sbx's actors (sbx/common/policies.py): the log-std clipped to [-20, 2],
+# flax's Dense init (lecun-normal, zero biases). SAC (sbx/sac/sac.py): learning rates 3e-4 for
+# the actor, the critics and the temperature. CrossQ (sbx/crossq/crossq.py): the crossq preset's
+# settings (sbx's) at 256-wide critics. TQC (sbx/tqc): 2 critics of 25 quantiles, 2 dropped per
+# critic on every task. DroQ (sbx's SAC as above): dropout 0.01 on every task, the target entropy
+# -act_dim, the actor against the min of the critics, its step after the 20th critic step of an
+# env step (sbx/sac/sac.py's policy_delay_offset). SAC with SimBa networks (sbx's
 # SimbaSACPolicy, sbx/common/policies.py and jax_layers.py): sbx's SAC on networks of 2 residual
 # blocks of width 256 (an embedding, per block x + Dense(ReLU(Dense_4w(LayerNorm(x)))), a final
 # LayerNorm) for the actor and each critic, no observation normalisation, optax.adamw's default
-# weight decay 1e-4 on every parameter of both (the temperature's Adam without); the embedding
-# and the heads start orthogonal here, lecun-normal there (the blocks He-normal on both sides).
+# weight decay 1e-4 on every parameter of both (the temperature's Adam without).
 _SBX_ACTOR = {"log_std_squash": "clip", "log_std_min": -20.0, "weight_init": "lecun_normal"}
 _WIDTHS = {"hidden_sizes": (256, 256), "actor_hidden_sizes": (256, 256)}
+_NONE = "none known"
 LIKE_SBX = {
     "sac@sbx": ("sac", "sac", {"actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4,
-                               **_SBX_ACTOR}),
-    "crossq@sbx": ("crossq", "crossq", {**_WIDTHS}),
+                               **_SBX_ACTOR}, _NONE),
+    "crossq@sbx": ("crossq", "crossq", {**_WIDTHS}, _NONE),
     "tqc@sbx": ("tqc", "tqc", {**_WIDTHS, **_SBX_ACTOR, "num_critics": 2,
-                               "drop_quantiles": 2}),
+                               "drop_quantiles": 2}, _NONE),
     "droq@sbx": ("droq", "droq", {**_SBX_ACTOR, "critic_dropout": 0.01, "target_entropy": None,
-                                  "actor_q_reduction": "min"}),
+                                  "actor_q_reduction": "min"}, _NONE),
     "simba@sbx": ("simba", "sac", {"actor_lr": 3e-4, "critic_lr": 3e-4, "alpha_lr": 3e-4,
                                    "log_std_squash": "clip", "log_std_min": -20.0,
                                    "network": "simba", **_WIDTHS, "weight_decay": 1e-4,
-                                   "weight_decay_on": "all"}),
+                                   "weight_decay_on": "all"},
+                  "the embedding and the heads start orthogonal (sbx: lecun-normal; the blocks "
+                  "He-normal on both sides)"),
+}
+# what a preset run with its own settings sets apart from sbx's defaults for the same algorithm
+OWN_SETTINGS = {
+    "sac": "funcsac's defaults (CleanRL's): critic and temperature learning rates 1e-3 (sbx: "
+           "3e-4), the log-std tanh-squashed to [-5, 2] (sbx: clipped to [-20, 2]), torch's "
+           "initialisation (sbx: lecun-normal)",
+    "crossq": "critics 2 x 1024, sbx's own default (sbx here: 256 x 256)",
+    "tqc": "5 critics 3 x 512, the dropped quantiles per task (sbx: 2 critics 256 x 256, 2 "
+           "dropped), torch's initialisation (sbx: lecun-normal)",
 }
 # a preset with one or two settings changed, by name: (the preset, the settings over it)
 VARIANTS = {
@@ -81,6 +93,22 @@ def peer_of(algo: str) -> str:
     algo = algo.removesuffix(BF16)
     return (LIKE_SBX[algo][0] if algo in LIKE_SBX else VARIANTS[algo][0] if algo in VARIANTS
             else algo)
+
+
+def differs_from_sbx(algo: str) -> str:
+    """What a funcsac run of ``algo`` sets apart from its sbx peer's run (``"-"`` where sbx has
+    no such algorithm); the same at 256 x 256, batch 256 and the start both sides share."""
+    bf16 = algo.endswith(BF16)
+    algo = algo.removesuffix(BF16)
+    if algo in LIKE_SBX:
+        differs = LIKE_SBX[algo][3]
+    elif peer_of(algo) not in SBX:
+        return "-"
+    else:  # a preset with its own settings: its table in docs/algorithms.md
+        differs = OWN_SETTINGS.get(algo, f"the {algo} preset's own settings (docs/algorithms.md)")
+    if not bf16:
+        return differs
+    return "products in bf16 (sbx: fp32)" + ("" if differs == _NONE else f"; {differs}")
 
 
 def learning_starts(budget: int) -> int:
@@ -103,7 +131,7 @@ def preset_and_settings(algo: str) -> tuple:
     if algo.endswith(BF16):
         name, settings = preset_and_settings(algo.removesuffix(BF16))
         return name, {**settings, "precision": "bf16"}
-    return (LIKE_SBX[algo][1:] if algo in LIKE_SBX else VARIANTS[algo] if algo in VARIANTS
+    return (LIKE_SBX[algo][1:3] if algo in LIKE_SBX else VARIANTS[algo] if algo in VARIANTS
             else (algo, {}))
 
 

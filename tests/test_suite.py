@@ -77,7 +77,7 @@ def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(monkeypatch):
     import funcsac
     from funcsac.driver.presets import preset
     from suite_child import LIKE_SBX, SBX
-    for algo, (peer, name, settings) in LIKE_SBX.items():
+    for algo, (peer, name, settings, _) in LIKE_SBX.items():
         assert peer in SBX, algo
         for task in ("HalfCheetah-v5", "Hopper-v5"):
             cfg = funcsac.TrainConfig(**{**preset(name, task), **settings, "env_id": task})
@@ -101,7 +101,7 @@ def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(monkeypatch):
     monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
                        os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     from suite_child import LIKE_SBX, SBX
-    peer, name, settings = LIKE_SBX["simba@sbx"]
+    peer, name, settings, _ = LIKE_SBX["simba@sbx"]
     algo, peer_settings = SBX[peer]
     model = getattr(sbx, algo)(peer_settings["policy"], gym.make("HalfCheetah-v5"),
                                policy_kwargs={"net_arch": [256, 256]}, seed=0)
@@ -255,3 +255,28 @@ def test_a_rows_two_sides_can_run_in_different_sittings(monkeypatch, tmp_path):
     suite.main(argv)  # both sides are in: nothing runs again
     assert len(ran) == 3
     assert "| Hopper-v5 | tqc@sbx | 1,000 ± 0 | 1,000 ± 0 |" in (tmp_path / "r.md").read_text()
+
+
+def test_each_row_says_what_differs_from_its_sbx_side(monkeypatch, tmp_path):
+    """The report's last column: an ``ALGO@sbx`` row's remaining difference (``LIKE_SBX``), a
+    plain preset's own settings, bf16 products where the row has them, and ``-`` where sbx has no
+    such algorithm."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    import suite
+    from suite_child import LIKE_SBX, differs_from_sbx
+    assert all(differs for *_, differs in LIKE_SBX.values())
+    assert "orthogonal" in differs_from_sbx("simba@sbx")
+    assert differs_from_sbx("tqc@sbx") == "none known"
+    assert differs_from_sbx("tqc@sbx-bf16") == "products in bf16 (sbx: fp32)"
+    assert differs_from_sbx("simba@sbx-bf16").startswith("products in bf16 (sbx: fp32); the emb")
+    assert "learning rates 1e-3" in differs_from_sbx("sac")
+    assert differs_from_sbx("droq") == "the droq preset's own settings (docs/algorithms.md)"
+    assert differs_from_sbx("flashsac-bf16") == differs_from_sbx("redq") == "-"
+    results = tmp_path / "suite.jsonl"
+    results.write_text("".join(json.dumps({**_row([1], [1000.0]), **change}) + "\n" for change in (
+        {"algo": "simba@sbx"}, {"algo": "simba", "library": "sbx"})))
+    text = suite.report(results, tmp_path / "suite.png")
+    row = next(line for line in text.splitlines() if line.startswith("| Hopper-v5 | simba@sbx"))
+    assert row.count("|") == 11 and row.endswith(f"| {differs_from_sbx('simba@sbx')} |")
