@@ -97,7 +97,7 @@ def peer_of(algo: str) -> str:
 
 def differs_from_sbx(algo: str) -> str:
     """What a funcsac run of ``algo`` sets apart from its sbx peer's run (``"-"`` where sbx has
-    no such algorithm); the same at 256 x 256, batch 256 and the start both sides share."""
+    no such algorithm), beyond the batch and the random steps both sides share."""
     bf16 = algo.endswith(BF16)
     algo = algo.removesuffix(BF16)
     if algo in LIKE_SBX:
