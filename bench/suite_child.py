@@ -182,12 +182,15 @@ def run_funcsac(task: str, algo: str, budget: int, seeds: list, run_dir: Path,
     return {"curve": curve, "split": split, "seeds": seeds}
 
 
-def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
+def run_sbx(task: str, algo: str, budget: int, seed: int, run_dir: Path) -> dict:
+    """sbx's run of ``algo``: its evaluation curve so far in ``run_dir``'s curve file, as
+    funcsac's (an interrupted sbx run starts again from the beginning)."""
     import gymnasium as gym
     import sbx
     from stable_baselines3.common.callbacks import BaseCallback
 
     curve, every = [], eval_every(budget)
+    (run_dir / CURVE).write_text("[]")
 
     class Curve(BaseCallback):
         def _on_step(self) -> bool:
@@ -195,6 +198,7 @@ def run_sbx(task: str, algo: str, budget: int, seed: int) -> dict:
                 ret = evaluate(lambda o: self.model.predict(o, deterministic=True)[0], task,
                                EVAL_EPISODES)
                 curve.append([time.perf_counter() - PROCESS_START, self.num_timesteps, [ret]])
+                (run_dir / CURVE).write_text(json.dumps(curve))
             return True
 
     name, settings = SBX[algo]
@@ -218,7 +222,7 @@ def main(argv) -> None:
         result = run_funcsac(task, algo, budget, seeds, run_dir, "--eager" in argv)
     else:
         (seed,) = seeds
-        result = run_sbx(task, algo, budget, seed)
+        result = run_sbx(task, algo, budget, seed, run_dir)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out.write_text(json.dumps(result))
 
