@@ -135,13 +135,27 @@ def published_figure(algo: str, task: str, budget: int) -> str:
     return f"{mrq:,} (MR.Q)" if mrq else "-"
 
 
+def cpus(runs: list) -> list:
+    """The CPUs ``runs`` ran on (``cpu_of`` their machines), each once, sorted."""
+    return sorted({cpu_of(r["machine"]) for r in runs})
+
+
+def cpu_cell(ours: list, theirs: list) -> str:
+    """A row's CPU: the one all its runs ran on, else each side's (``funcsac: A; sbx: B``)."""
+    if len(cpus(ours + theirs)) == 1:
+        return cpus(ours)[0]
+    return "; ".join(f"{name}: {' and '.join(cpus(runs))}"
+                     for name, runs in (("funcsac", ours), ("sbx", theirs)) if runs)
+
+
 def report(results: Path, image: Path) -> str:
     rows = [json.loads(line) for line in results.read_text().splitlines() if line]
     groups = {}
     for r in rows:
         groups.setdefault((r["budget"], r["task"], r["algo"], r["library"]), []).append(r)
     lines = ["## MuJoCo campaign", "",
-             "2 cores each; a row's runs all on the CPU it names. funcsac trains its seeds "
+             "2 cores each; a row's runs on the CPU it names (each side's, where its two "
+             "sides ran on different CPUs). funcsac trains its seeds "
              "vmapped in one process (3 agents vmapped cost what the same compiled update "
              "costs called for each in turn: 1.00x on an Intel Xeon with AMX, 0.99x on an AMD "
              "EPYC with AVX-512, 1.02x on one with AVX2 only; `python bench/seeds_layout.py "
@@ -171,7 +185,7 @@ def report(results: Path, image: Path) -> str:
             theirs = [r["curve"][-1][2][0] for r in sbx]
             wall, sbx_wall = sum(r["wall_s"] for r in rs), sum(r["wall_s"] for r in sbx)
             # funcsac's seeds share one process: compare the wall time a seed costs, on one CPU
-            same_cpu = sbx and len({cpu_of(r["machine"]) for r in rs + sbx}) == 1
+            same_cpu = sbx and len(cpus(rs + sbx)) == 1
             # other work ran beside (either side: the ratio is not given)
             ours_shared = any(r.get("shared_machine") for r in rs)
             theirs_shared = any(r.get("shared_machine") for r in sbx)
@@ -184,7 +198,7 @@ def report(results: Path, image: Path) -> str:
                      else f"{sbx_wall:,.0f} ({len(theirs)})",
                      "-" if shared or not sbx else f"{ratio:.2f}" if same_cpu
                      else "- (another CPU)",
-                     cpu_of(rs[0]["machine"]),
+                     cpu_cell(rs, sbx),
                      published, differs_from_sbx(algo)]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")

@@ -280,3 +280,24 @@ def test_each_row_says_what_differs_from_its_sbx_side(monkeypatch, tmp_path):
     text = suite.report(results, tmp_path / "suite.png")
     row = next(line for line in text.splitlines() if line.startswith("| Hopper-v5 | simba@sbx"))
     assert row.count("|") == 11 and row.endswith(f"| {differs_from_sbx('simba@sbx')} |")
+
+
+def test_a_row_names_each_sides_cpu_where_its_sides_ran_on_different_cpus(monkeypatch,
+                                                                           tmp_path):
+    """A row whose runs all ran on one CPU names it; a row whose sides ran on different CPUs
+    names each side's and gives no wall ratio."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+    import suite
+    amd = "AMD EPYC (AVX-512, AVX512-BF16), 2 cores"
+    results = tmp_path / "suite.jsonl"
+    results.write_text("".join(json.dumps({**_row([1], [1000.0]), **change}) + "\n" for change in (
+        {"algo": "tqc@sbx"}, {"algo": "tqc", "library": "sbx"},
+        {"algo": "droq@sbx"}, {"algo": "droq", "library": "sbx", "machine": amd})))
+    lines = suite.report(results, tmp_path / "suite.png").splitlines()
+    same = next(line for line in lines if line.startswith("| Hopper-v5 | tqc@sbx"))
+    mixed = next(line for line in lines if line.startswith("| Hopper-v5 | droq@sbx"))
+    assert "| 1.00 | Intel Xeon (AVX-512, AMX) |" in same
+    assert ("| - (another CPU) | funcsac: Intel Xeon (AVX-512, AMX); "
+            "sbx: AMD EPYC (AVX-512, AVX512-BF16) |") in mixed
