@@ -16,6 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("mujoco")
 
 
+@pytest.fixture
+def bench_imports(monkeypatch):
+    """bench/ importable, and the variable the bench's first import sets restored at the end."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
+                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
+
+
 def suite_command(tmp_path: Path, name: str) -> list:
     peers = "sbx" if importlib.util.find_spec("sbx") else "none"
     return [sys.executable, str(ROOT / "bench" / "suite.py"), "--budget", "2000", "--tasks",
@@ -67,13 +75,9 @@ def test_a_like_for_like_row_runs_funcsac_at_the_peers_settings_beside_the_peers
     assert json.loads(out.read_text())["curve"]
 
 
-def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(monkeypatch):
+def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(bench_imports):
     """Every ``ALGO@sbx`` of the campaign names a peer sbx runs and settings that make a valid
     run of its preset on the campaign's tasks."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    # the bench's first import sets this variable; the test's end restores it
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     import funcsac
     from funcsac.driver.presets import preset
     from suite_child import LIKE_SBX, SBX
@@ -87,7 +91,7 @@ def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(monkeypatch):
             assert {k: getattr(sac, k) for k in fields} == {k: settings[k] for k in fields}
 
 
-def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(monkeypatch):
+def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(bench_imports):
     """``simba@sbx`` and sbx's SAC with its SimbaPolicy (the campaign's peer) build an actor and
     critics of the same parameter shapes at HalfCheetah's sizes (flax's kernels transposed)."""
     pytest.importorskip("sbx")
@@ -97,9 +101,6 @@ def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(monkeypatch):
 
     import funcsac
     from funcsac.state import init_state
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     from suite_child import LIKE_SBX, SBX
     peer, name, settings, _ = LIKE_SBX["simba@sbx"]
     algo, peer_settings = SBX[peer]
@@ -130,13 +131,10 @@ def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(monkeypatch):
     assert (config.weight_decay_on, config.actor_lr, config.alpha_lr) == ("all", 3e-4, 3e-4)
 
 
-def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(monkeypatch):
+def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(bench_imports):
     """``flashsac-unit-head``: the flashsac preset with the actor's head of the code that ran
     FlashSAC's published results; ``flashsac-held-random``: with its random actions held; each
     with FlashSAC's published figure beside it and no sbx peer."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     import funcsac
     from suite import published_figure
     from suite_child import SBX, peer_of, preset_and_settings
@@ -153,12 +151,9 @@ def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(monkey
         assert published_figure(algo, "Hopper-v5", 100_000) == "2,121 (FlashSAC)"
 
 
-def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(monkeypatch):
+def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(bench_imports):
     """``ALGO-bf16``: ALGO's preset, settings, peer and campaign settings, with ``precision``
     bf16 added (a preset's own batch and start kept, as without the suffix)."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     from suite_child import campaign_settings, peer_of, preset_and_settings
     for algo in ("sac", "flashsac", "crossq@sbx", "tqc@sbx", "flashsac-unit-head"):
         name, settings = preset_and_settings(algo)
@@ -171,10 +166,9 @@ def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(m
     assert campaign_settings("Hopper-v5", "sac-bf16", 100_000, [1])["batch_size"] == 256
 
 
-def test_a_published_seed_range_holds_its_mean_and_stands_beside_it(monkeypatch):
+def test_a_published_seed_range_holds_its_mean_and_stands_beside_it(bench_imports):
     """Where a result file gives each seed, the table shows the lowest and highest beside the
     mean, and the mean lies between them."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
     from published import AT_100K, SEED_RANGE_100K, published_table
     methods = {(name, setting): figures for (name, setting, _), figures in AT_100K.items()}
     table = published_table()
@@ -184,12 +178,9 @@ def test_a_published_seed_range_holds_its_mean_and_stands_beside_it(monkeypatch)
             assert f"{methods[method][task]:,} ({low:,} to {high:,})" in table
 
 
-def test_each_row_stands_beside_its_own_methods_published_figure(monkeypatch):
+def test_each_row_stands_beside_its_own_methods_published_figure(bench_imports):
     """At 100k a preset's row shows its paper's figure (FlashSAC's for flashsac, with or without
     bf16 or sbx's settings), a preset without one MR.Q's, and a budget no one published none."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     from suite import published_figure
     assert published_figure("flashsac-bf16", "HalfCheetah-v5", 100_000) == "9,815 (FlashSAC)"
     assert published_figure("simbav2-utd1", "Hopper-v5", 100_000) == "893 (SimbaV2)"
@@ -205,14 +196,11 @@ def _row(seeds: list, final: list) -> dict:
             "pieces": 1, "machine": "Intel Xeon (AVX-512, AMX), 2 cores", "date": "2026-12-06"}
 
 
-def test_seeds_run_in_pieces_of_seeds_pool_in_the_report_and_none_runs_twice(monkeypatch,
+def test_seeds_run_in_pieces_of_seeds_pool_in_the_report_and_none_runs_twice(bench_imports,
                                                                               tmp_path):
     """``--first-seed``: a row's seeds can run a few at a time, each piece its own row; the
     report pools them (mean over all seeds, walls summed), and a run whose seeds a finished row
     already holds is refused before anything starts."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     import suite
     results = tmp_path / "suite.jsonl"
     results.write_text("".join(json.dumps(r) + "\n" for r in (
@@ -229,12 +217,9 @@ def test_seeds_run_in_pieces_of_seeds_pool_in_the_report_and_none_runs_twice(mon
     assert not (tmp_path / "runs").exists() and "| crossq |" in (tmp_path / "r.md").read_text()
 
 
-def test_a_rows_two_sides_can_run_in_different_sittings(monkeypatch, tmp_path):
+def test_a_rows_two_sides_can_run_in_different_sittings(bench_imports, monkeypatch, tmp_path):
     """``--peers none`` runs funcsac's side of a row alone and ``--peers only`` sbx's, one
     process a seed; together they run what the default runs, nothing twice."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     import suite
     ran = []
 
@@ -257,13 +242,10 @@ def test_a_rows_two_sides_can_run_in_different_sittings(monkeypatch, tmp_path):
     assert "| Hopper-v5 | tqc@sbx | 1,000 ± 0 | 1,000 ± 0 |" in (tmp_path / "r.md").read_text()
 
 
-def test_each_row_says_what_differs_from_its_sbx_side(monkeypatch, tmp_path):
+def test_each_row_says_what_differs_from_its_sbx_side(bench_imports, tmp_path):
     """The report's last column: an ``ALGO@sbx`` row's remaining difference (``LIKE_SBX``), a
     plain preset's own settings, bf16 products where the row has them, and ``-`` where sbx has no
     such algorithm."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     import suite
     from suite_child import LIKE_SBX, differs_from_sbx
     assert all(differs for *_, differs in LIKE_SBX.values())
@@ -282,13 +264,10 @@ def test_each_row_says_what_differs_from_its_sbx_side(monkeypatch, tmp_path):
     assert row.count("|") == 11 and row.endswith(f"| {differs_from_sbx('simba@sbx')} |")
 
 
-def test_a_row_names_each_sides_cpu_where_its_sides_ran_on_different_cpus(monkeypatch,
+def test_a_row_names_each_sides_cpu_where_its_sides_ran_on_different_cpus(bench_imports,
                                                                            tmp_path):
     """A row whose runs all ran on one CPU names it; a row whose sides ran on different CPUs
     names each side's and gives no wall ratio."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
-                       os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
     import suite
     amd = "AMD EPYC (AVX-512, AVX512-BF16), 2 cores"
     results = tmp_path / "suite.jsonl"
