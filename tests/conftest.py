@@ -8,6 +8,20 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+@pytest.fixture(autouse=True)
+def _threads_kept():
+    """Each test leaves torch's intra-op thread count as it found it: compile store keys and
+    dynamo's guards hold the count, so a test that changed it would fail a later one instead."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    left = torch.get_num_threads()
+    if left != threads:
+        torch.set_num_threads(threads)
+        pytest.fail(f"the test left torch's intra-op threads at {left}; it found {threads}")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _empty_compile_store(tmp_path_factory):
     """Every test session starts with an empty compile store (subprocesses inherit it)."""
