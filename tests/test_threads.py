@@ -77,8 +77,11 @@ def test_concurrent_act_equals_sequential(frequent_switches):
 
 
 def test_compiled_and_eager_updates_in_threads_at_once(frequent_switches):
-    """Once compiled (on one thread), a compiled update runs in two threads beside an eager one
-    without recompiling (aot_eager backend: inductor's guards and graph, not its kernels)."""
+    """Once compiled (on one thread), a compiled update runs in another thread beside an eager
+    one without recompiling (aot_eager backend: inductor's guards and graph, not its kernels).
+    One compiled caller at a time: torch counts a fullgraph call's compiled frames once per
+    process, so two threads calling at once reset each other's count, and one of them now and
+    then fails with "found no compiled frames"."""
     torch._dynamo.reset()
     compiled = torch.compile(funcsac.update, fullgraph=True, backend="aot_eager")
     compiled(funcsac.init_state(CFG, seed=3), make_batch(CFG))
@@ -90,9 +93,7 @@ def test_compiled_and_eager_updates_in_threads_at_once(frequent_switches):
         return state
 
     with torch._dynamo.config.patch(error_on_recompile=True):
-        eager, *got = _run_in_threads([lambda: _train(2), lambda: train_compiled(1),
-                                       lambda: train_compiled(4)])
+        eager, compiled_state = _run_in_threads([lambda: _train(2), lambda: train_compiled(1)])
     _assert_equal_trees(eager, _train(2))
-    for state, seed in zip(got, (1, 4)):
-        optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5),
-                        state, _train(seed), namespace="funcsac")
+    optree.tree_map(lambda x, y: torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5),
+                    compiled_state, _train(1), namespace="funcsac")
