@@ -1,7 +1,7 @@
 """CrossQ's update per env step (policy_delay 3, one gradient step an env step) computed whole at
 every step, the actor's step kept or thrown away by ``torch.where`` (``update``), against the
 whole update on the steps whose actor is due and its critic half on the others
-(``update.critic_update``), as the driver now calls them. HalfCheetah's sizes (17/6), batch 256;
+(``funcsac.critic_update``), as the driver now calls them. HalfCheetah's sizes (17/6), batch 256;
 medians of interleaved calls; eager, and compiled in process (``torch.compile``, fullgraph).
 
     python bench/policy_delay.py [--widths 256 1024] [--calls 30]
@@ -32,7 +32,7 @@ def measure(width: int, compiled: bool, calls: int) -> dict:
     cfg = funcsac.TrainConfig.from_dict({**funcsac.presets.preset("crossq"),
                                          "hidden_sizes": (width, width)}).sac_config(17, 6)
     state, batch = funcsac.init_state(cfg, seed=0), random_batch(cfg)
-    full, half = funcsac.update, funcsac.update.critic_update
+    full, half = funcsac.update, funcsac.critic_update
     if compiled:
         full, half = (torch.compile(f, fullgraph=True) for f in (full, half))
     for f in (full, half):  # warm up (and compile)

@@ -4,11 +4,9 @@
     pytest bench/test_utd_block.py --benchmark-only
 
 ``update_many`` runs 20 critic steps and then one actor and temperature step (rlpd's order), so
-it should cost about ``20 * critic_step + (update - critic_step)``: the rows ``critic_step`` (one
-critic step and its polyak average) and ``update`` (a critic and an actor step) give both.
-Copied into another checkout and run from its folder (``python -m pytest`` puts the working
-folder first on ``sys.path``), it measures that version's ``update_many`` (the part rows skip
-where it has no ``critic_step``).
+it should cost about ``20 * critic_step + (update - critic_step)``: the rows ``critic_step`` (the
+update of a step whose actor is not due: one critic step and its polyak average) and ``update``
+(a critic and an actor step) give both.
 """
 import pytest
 import torch
@@ -21,21 +19,14 @@ from workloads import BATCH_SIZE, random_batch, stepper
 PRESETS = ["redq", "droq"]
 
 
-def _critic_step(state, batch):
-    new, _, metrics, _ = funcsac.update.critic_step(state, batch)
-    return new, metrics
-
-
 @pytest.mark.parametrize("part", ["update_many", "critic_step", "update"])
 @pytest.mark.parametrize("name", PRESETS)
 def test_utd_block(benchmark, name, part, device):
-    if part == "critic_step" and not hasattr(funcsac.update, "critic_step"):
-        pytest.skip("this funcsac's update has no critic_step")
     torch._dynamo.reset()
     cfg = preset_config(name, device)
     utd = funcsac.presets.preset(name)["utd"]
     batch = random_batch(cfg, batch_size=BATCH_SIZE * (utd if part == "update_many" else 1))
-    fn = {"update": funcsac.update, "critic_step": _critic_step,
+    fn = {"update": funcsac.update, "critic_step": funcsac.critic_update,
           "update_many": funcsac.update_many}[part]
     if part == "update_many":
         batch = funcsac.Batch(*(x.reshape(utd, BATCH_SIZE, *x.shape[1:]) for x in batch))

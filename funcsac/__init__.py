@@ -9,8 +9,8 @@ from .acting import act
 from .batch import Batch, check_batch, map_obs
 from .compile import compile_stored, compile_update
 from .config import SACConfig
-from .losses import (ActorOut, CriticOut, Losses, actor_loss, critic_loss, td_target,
-                     temperature_loss)
+from .losses import (ActorOut, CriticOut, Losses, actor_loss, critic_loss, soft_target,
+                     td_target, temperature_loss)
 from .architectures import mlp
 from .networks import apply_actor, apply_critic, apply_critics, apply_encoder
 from .optim import AdamState, adam_init, adam_update, global_norm
@@ -19,7 +19,9 @@ from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .state import HParams, SACState, Static, check_state, init_state, reset_params
 from .utd import make_update_many, update_many
 from .registry import ALGORITHMS_BY_POLICY, Algorithm, losses_for, register
-from .updates import METRIC_NAMES, make_update, soft_update, update, update_with_aux
+from .steps import actor_step, critic_step, prepare, temperature_step
+from .updates import (METRIC_NAMES, critic_update, make_critic_update, make_update, sac_update,
+                      soft_update, update, update_with_aux)
 from .algorithms import crossq, discrete, sac, tqc
 
 ALGORITHMS = ALGORITHMS_BY_POLICY["tanh_gaussian"]  # the tanh-Gaussian policy's, by name
@@ -36,8 +38,9 @@ __all__ = [
     "check_state", "init_state",
     "reset_params", "make_update_many", "update_many", "ALGORITHMS", "ALGORITHMS_BY_POLICY",
     "losses_for", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target",
-    "update", "update_with_aux", "crossq", "discrete", "sac", "tqc", "train", "TrainConfig",
-    "load", "Agent", "Report",
+    "soft_target", "critic_step", "actor_step", "temperature_step", "prepare", "sac_update",
+    "critic_update", "make_critic_update", "update", "update_with_aux", "crossq", "discrete",
+    "sac", "tqc", "train", "TrainConfig", "load", "Agent", "Report",
 ]
 
 

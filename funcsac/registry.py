@@ -49,21 +49,20 @@ def _no_modules(config) -> dict:
 class Algorithm:
     """What ``SACConfig.algorithm`` names, for one policy family.
 
-    ``losses`` is a ``funcsac.Losses``; ``critic_outputs(config)`` the width of each default
-    critic's output (1: one value; TQC: its quantiles); ``check(config)`` raises ``ValueError``
-    naming a setting the algorithm cannot take; ``target_networks`` says whether the state keeps
-    polyak-averaged target critics (without them ``SACState.target_critic`` is empty and ``tau``
-    unused); ``actor_first`` that ``update`` takes the actor's and the temperature's steps before
-    the critics' (which then learn against the new actor and temperature; SimBa's order) rather
-    than after (jaxrl's); ``actor_obs(batch)`` the observations the actor's loss takes (default:
-    ``batch.obs``; FlashSAC's: the current and the next stacked, for its batch statistics);
+    ``losses`` is a ``funcsac.Losses``; ``update(state, batch, losses) -> (state, metrics)`` the
+    algorithm's own composition of the steps on a prepared batch (``None``: SAC's,
+    ``funcsac.updates.sac_update``; SimBa's takes the actor's step first, BRO's adds its
+    optimistic actor's); ``critic_outputs(config)`` the width of each default critic's output
+    (1: one value; TQC: its quantiles); ``check(config)`` raises ``ValueError`` naming a setting
+    the algorithm cannot take; ``target_networks`` says whether the state keeps polyak-averaged
+    target critics (without them ``SACState.target_critic`` is empty and ``tau`` unused);
     ``help`` is one line for the command line's help.
 
     An algorithm with state of its own (BRO's optimistic actor and its adjustments) says how it
     is made and used: ``extra_modules(config)`` the modules it keeps beside SAC's (by name; built
     after SAC's networks from the same seed, weightless templates in ``Static.extra``);
     ``init_extra(config, modules)`` the pytree of tensors ``SACState.extra`` starts from, made from
-    freshly initialised ``modules``; ``losses.extra`` its step; ``explore(state, obs, noise)``
+    freshly initialised ``modules``; its ``update`` steps it; ``explore(state, obs, noise)``
     the actions it collects experience with (``act`` with ``deterministic=False``; default: the
     policy family's sample); ``metrics`` the names of the metrics its step adds.
     """
@@ -73,8 +72,7 @@ class Algorithm:
     policy: str = "tanh_gaussian"
     help: str = ""
     target_networks: bool = True
-    actor_first: bool = False
-    actor_obs: Optional[Callable[[Any], Any]] = None
+    update: Optional[Callable] = None
     critic_outputs: Callable[[Any], int] = _one_output
     check: Callable[[Any], None] = _no_check
     options: Optional[type] = None

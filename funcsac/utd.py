@@ -3,24 +3,28 @@
 With ``policy_delay`` d > 1 dividing the number of batches, the steps run in rlpd's order (and
 REDQ's): d critic steps, then one actor and one temperature step against the newest critics on
 the last of those batches, and so on; nothing is computed and thrown away. Otherwise each batch
-gets a whole ``update`` (d = 1: SimBa's and BRO's order; a d that does not divide, or an
-algorithm that steps the actor first: the actor steps where ``update`` counts them).
+gets a whole ``update`` (d = 1; a d that does not divide, or an algorithm with an update of its
+own: the actor steps where ``update`` counts them).
 
 Under ``torch.compile`` the critic steps run in ``torch._higher_order_ops.scan``, which traces the
-step once: compiling 5 unrolled steps took 421 s here against 64 s for the scan. Eagerly they run
-in a Python loop.
+step once (an unrolled loop compiles in time growing with the steps; bench/RESULTS.md). Eagerly
+they run in a Python loop.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional, Tuple
 
 import torch
 import torch.utils._pytree as pytree
 from torch._higher_order_ops.scan import scan
 
+from . import keys
 from .batch import Batch
+from .losses import Losses
 from .registry import algorithm_of
-from .updates import prepare, update as default_update
+from .state import SACState
+from .steps import Metrics, prepare, steps_for, temperature_step
+from .updates import make_critic_update, make_update
 
 
 def _steps(step: Callable, state, batches: Batch):
@@ -45,35 +49,40 @@ def _steps(step: Callable, state, batches: Batch):
     return (pytree.tree_unflatten(final, spec), *outputs)
 
 
-def make_update_many(update_fn: Callable = default_update):
+def policy_update(state: SACState, batch: Batch, losses: Optional[Losses] = None
+                  ) -> Tuple[SACState, Metrics]:
+    """The actor's step on ``batch`` against the state's critics and the temperature's on its
+    entropy, drawing from ``state.key`` (moved on); ``state.step`` counts critic steps and
+    stays."""
+    _, actor_step = steps_for(state)
+    key, k_actor = keys.split(state.key, 2)
+    state, actor_metrics = actor_step(state, prepare(state, batch), k_actor, losses)
+    state, temperature_metrics = temperature_step(state, actor_metrics["entropy"], losses)
+    return state.replace(key=key), {**actor_metrics, **temperature_metrics}
+
+
+def make_update_many(losses: Optional[Losses] = None, with_aux: bool = False) -> Callable:
     """``update_many(state, batches)`` for ``batches``, a ``Batch`` of ``[utd, B, ...]``
-    tensors: with ``policy_delay`` d > 1 dividing ``utd``, an ``update_fn`` made by
-    ``make_update`` and an algorithm that steps the critics first, ``utd / d`` blocks of d
-    critic steps followed by one actor and temperature step on the block's last batch;
-    otherwise ``utd`` sequential ``update_fn`` calls. Returns
-    the final state and ``update_fn``'s other outputs stacked: the critic's metrics (and the
-    per-sample aux of ``update_with_aux``) ``[utd, ...]``, the actor's ``[utd / d, ...]``."""
+    tensors: with ``policy_delay`` d > 1 dividing ``utd`` and SAC's composition of the steps,
+    ``utd / d`` blocks of d critic steps followed by one ``policy_update`` on the block's last
+    batch; otherwise ``utd`` sequential updates (``make_update(losses, with_aux)``). Returns the
+    final state and the updates' other outputs stacked: the critic's metrics (and ``with_aux``
+    the per-row ``td_error``) ``[utd, ...]``, the actor's ``[utd / d, ...]``."""
+    update, critic_update = make_update(losses, with_aux), make_critic_update(losses, with_aux)
 
-    def update_many(state, batches: Batch):
+    def update_many(state: SACState, batches: Batch):
         d, utd = state.config.policy_delay, batches.obs.shape[0]
-        critic_step = getattr(update_fn, "critic_step", None)
-        if d == 1 or utd % d or critic_step is None or algorithm_of(state.config).actor_first:
-            return _steps(update_fn, state, batches)
-
-        c_metrics, a_metrics, td_errors = [], [], []
+        if d == 1 or utd % d or algorithm_of(state.config).update is not None:
+            return _steps(update, state, batches)
+        critic_outputs, actor_metrics = [], []
         for block in range(utd // d):
             rows = Batch(*(x[block * d:(block + 1) * d] for x in batches))
-            state, k_actor, metrics, td_error = _steps(
-                lambda s, batch: critic_step(s, prepare(s, batch)), state, rows)
-            last = prepare(state, Batch(*(x[-1] for x in rows)))
-            state, actor_metrics = update_fn.actor_step(state, last, k_actor[-1])
-            c_metrics.append(metrics), a_metrics.append(actor_metrics), td_errors.append(td_error)
-        cat = lambda *xs: torch.cat(xs)  # noqa: E731
-        metrics = {**pytree.tree_map(cat, *c_metrics),
-                   **pytree.tree_map(lambda *xs: torch.stack(xs), *a_metrics)}
-        if update_fn.with_aux:
-            return state, metrics, {"td_error": torch.cat(td_errors)}
-        return state, metrics
+            state, *outputs = _steps(critic_update, state, rows)
+            state, metrics = policy_update(state, Batch(*(x[-1] for x in rows)), losses)
+            critic_outputs.append(outputs), actor_metrics.append(metrics)
+        outputs = pytree.tree_map(lambda *xs: torch.cat(xs), *critic_outputs)
+        stacked = pytree.tree_map(lambda *xs: torch.stack(xs), *actor_metrics)
+        return (state, {**outputs[0], **stacked}, *outputs[1:])
 
     return update_many
 

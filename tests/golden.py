@@ -3,9 +3,9 @@ change meant to move code, not numbers, can be checked to leave them bitwise as 
 
 For each preset (``PRESETS``) at HalfCheetah's sizes (17 observations, 6 actions; DrQ's on
 9x48x48 frames), 50 gradient steps from seed 0 on a fixed stream of random batches of 64 rows,
-eagerly, on one thread, called as the driver calls them: ``update`` at every step, its critic
-half (``critic_update``) at the steps whose actor is not due, ``update_many`` over ``utd``
-batches at once where the preset's ``utd`` is above 1. Then a 2,000-step driver run of SAC on
+eagerly, on one thread, called as the driver calls them: ``update``, or ``critic_update`` at the
+steps whose actor is not due, or ``update_many`` over ``utd`` batches at once where the preset's
+``utd`` is above 1. Then a 2,000-step driver run of SAC on
 Pendulum-v1 (1,000 of them learning, 64x64 networks, evaluated every 500 steps).
 
 Each case gives a digest (SHA-256 of every tensor's bytes, in pytree order, and of every metric)
@@ -113,10 +113,9 @@ def summary(state, start) -> dict:
     return out
 
 
-def run_preset(name: str, update=None, update_many=None) -> tuple:
-    """``(digest, summary)`` of a preset's 50 steps (``update``: default ``funcsac.update``)."""
-    update = update or funcsac.update
-    update_many = update_many or funcsac.make_update_many(update)
+def run_preset(name: str) -> tuple:
+    """``(digest, summary)`` of a preset's 50 steps."""
+    update, update_many = funcsac.update, funcsac.update_many
     cfg, config = preset_config(name)
     state = start = funcsac.init_state(cfg, seed=0)
     metrics = []
@@ -128,7 +127,7 @@ def run_preset(name: str, update=None, update_many=None) -> tuple:
         return digest(state, metrics), summary(state, start)
     for step in range(STEPS):
         due = step % cfg.policy_delay == 0
-        fn = update if due else update.critic_update
+        fn = update if due else funcsac.critic_update
         state, m = fn(state, _batch(cfg, step))
         metrics.append(m)
     # the whole update on steps whose actor is not due too (its tensor arithmetic keeps them)

@@ -79,7 +79,8 @@ class ReferenceSAC:
     def target(self, batch: funcsac.Batch, key, alpha):
         """The critics' regression target [B] (SAC's: min over M target critics)."""
         cfg = self.cfg
-        k_action, k_subset, k_dropout = keys.split(key, 3)
+        k_action, k_value = keys.split(key, 2)
+        k_subset, k_dropout = keys.split(k_value, 2)
         next_obs = batch.next_obs
         with torch.no_grad():
             next_a, next_logp = self.sample(next_obs, k_action)
@@ -108,9 +109,16 @@ class ReferenceSAC:
         qs = torch.stack([c(torch.cat([obs, a], -1)).squeeze(-1) for c in self.critics])
         return qs.min(0).values if self.cfg.actor_q_reduction == "min" else qs.mean(0)
 
+    def step_keys(self):
+        """``(k_critic, k_actor)`` of this step (moving the key on)."""
+        self.key, k_critic, k_actor = keys.split(self.key, 3)
+        return k_critic, k_actor
+
     def split_key(self):
-        """``(k_target, k_actor)`` of this step (moving the key on)."""
-        self.key, k_target, _, k_actor = keys.split(self.key, 4)  # (third: critic dropout)
+        """``(k_target, k_actor)`` of this step (moving the key on); the critic loss's key (its
+        dropout) is ``self.k_critic``."""
+        k_critic, k_actor = self.step_keys()
+        k_target, self.k_critic = keys.split(k_critic, 2)
         return k_target, k_actor
 
     def critic_inputs(self, batch):
@@ -246,7 +254,8 @@ class ReferenceCategorical(ReferenceSAC):
     def target(self, batch: funcsac.Batch, key, alpha):
         o, z = self.cfg.algorithm_options, self.bins()
         k = o.num_bins
-        k_action, k_subset, _ = keys.split(key, 3)
+        k_action, k_value = keys.split(key, 2)
+        k_subset, _ = keys.split(k_value, 2)
         idx = range(self.cfg.num_critics)
         if self.cfg.num_target_critics < self.cfg.num_critics:
             idx = keys.choice(k_subset, self.cfg.num_critics, self.cfg.num_target_critics).tolist()
@@ -343,7 +352,7 @@ class ReferenceSimbaV2(ReferenceCategorical):
                         p.div_(p.norm(dim=1, keepdim=True).clamp(min=1e-8))
 
     def update(self, batch: funcsac.Batch):
-        self.key, k_target, _, k_actor = keys.split(self.key, 4)
+        k_target, k_actor = self.split_key()
         actor_loss, alpha, entropy, temperature_loss = simba_actor_and_temperature(
             self, batch, k_actor, self.actor_value, lambda: self.project([self.actor]))
         target = self.target(batch, k_target, self.log_alpha.detach().exp())
@@ -425,11 +434,8 @@ class ReferenceBRO(ReferenceTQC):
     def alpha_loss(self, logp):
         return self.log_alpha.exp() * (-logp.mean() - self.cfg.target_entropy)
 
-    def actor_obs(self, batch, k_actor):
-        k_actor, self.k_extra = keys.split(k_actor, 2)
-        return batch.obs, k_actor
-
     def update(self, batch: funcsac.Batch):
+        self.key, self.k_extra = keys.split(self.key, 2)
         metrics = super().update(batch)
         cfg, opts = self.cfg, self.cfg.algorithm_options
         k_noise, _ = keys.split(self.k_extra, 2)
@@ -494,10 +500,6 @@ class ReferenceDroQ(ReferenceSAC):
             out.append(h.squeeze(-1))
         return torch.stack(out)
 
-    def split_key(self):
-        self.key, k_target, self.k_critic, k_actor = keys.split(self.key, 4)
-        return k_target, k_actor
-
     def critic_loss(self, obs, action, target, weight):
         q = self.q_values(self.critics, torch.cat([obs, action], -1), self.k_critic)
         return sum(0.5 * (weight * (qi - target) ** 2).mean() for qi in q)
@@ -527,12 +529,12 @@ class ReferenceSimba(ReferenceSAC):
 
     def update(self, batch: funcsac.Batch):
         cfg = self.cfg
-        self.key, k_target, k_critic, k_actor = keys.split(self.key, 4)
+        k_target, k_actor = self.split_key()
         actor_loss, alpha, entropy, temperature_loss = simba_actor_and_temperature(
             self, batch, k_actor, lambda obs, a: self.q_min(self.critics, obs, a))
         new_alpha = self.log_alpha.detach().exp()
         with torch.no_grad():
-            next_actions, next_log_probs = self.sample(batch.next_obs, keys.split(k_target, 3)[0])
+            next_actions, next_log_probs = self.sample(batch.next_obs, keys.split(k_target, 2)[0])
             next_q = self.q_min(self.targets, batch.next_obs, next_actions)
             discount = cfg.gamma ** batch.horizon * (1 - batch.terminated.to(next_q.dtype))
             target_q = batch.reward + discount * next_q - discount * new_alpha * next_log_probs
@@ -602,7 +604,7 @@ class ReferenceCrossQ(ReferenceSAC):
 
     def update(self, batch: funcsac.Batch):
         cfg = self.cfg
-        self.key, k_target, k_critic, k_actor = keys.split(self.key, 4)
+        k_target, k_actor = self.split_key()
         alpha = self.log_alpha.detach().exp()
         self.actor.eval()
         with torch.no_grad():
@@ -777,7 +779,7 @@ class ReferenceFlashSAC(ReferenceCategorical):
     def update(self, batch: funcsac.Batch):
         cfg, o, z = self.cfg, self.cfg.algorithm_options, self.bins()
         B, A, K = len(batch.obs), cfg.act_dim, o.num_bins
-        self.key, k_target, _, k_actor = keys.split(self.key, 4)
+        k_target, k_actor = self.split_key()
         metrics = {}
         if self.step % cfg.policy_delay == 0:  # update_actor, then update_temperature
             alpha = self.log_alpha.detach().exp()
@@ -889,7 +891,9 @@ class ReferenceDrQ(ReferenceSAC):
         return encoder(shifted(obs.to(self.cfg.dtype) / 255.0 - 0.5, key, pad))
 
     def split_key(self):
-        self.key, k_target, _, k_actor, self.k_obs, self.k_next = keys.split(self.key, 6)
+        k_critic, k_actor = self.step_keys()
+        self.k_obs, self.k_next, k_step = keys.split(k_critic, 3)
+        k_target, self.k_critic = keys.split(k_step, 2)
         return k_target, k_actor
 
     def critic_inputs(self, batch):

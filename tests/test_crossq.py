@@ -52,12 +52,13 @@ def test_batch_renorm_by_hand():
     np.testing.assert_allclose(y.numpy(), (x - run_mu) / np.sqrt(run_var + 1e-3) * w + b)
 
 
-def reference_critic_loss(critic, cfg, obs, action, target, weight):
+def reference_critic_loss(critic, cfg, batch, target):
     """The critic loss with every critic run separately by hand: batch renormalisation (in
     warm-up: batch normalisation) of the joint batch at the input and after each ReLU (sbx's
     order), linear layers written out."""
+    obs, action, weight = batch.obs, batch.action, batch.weight
     x_all = torch.cat([torch.cat([obs, action], -1),
-                       torch.cat([target["next_obs"], target["next_action"]], -1)])
+                       torch.cat([batch.next_obs, target["next_action"]], -1)])
     B, qs = obs.shape[0], []
     for i in range(cfg.num_critics):
         p = {k: v[i] for k, v in critic.items()}
@@ -71,8 +72,8 @@ def reference_critic_loss(critic, cfg, obs, action, target, weight):
             x = norm(bn, torch.relu(x @ p[lin + ".weight"].T + p[lin + ".bias"]))
         qs.append((x @ p["7.weight"].T + p["7.bias"])[:, 0])
     q = torch.stack(qs)
-    y = target["reward"] + target["discount"] * (q[:, B:].detach().min(0).values
-                                                 + target["entropy"])
+    discount = cfg.gamma ** batch.horizon * (1.0 - batch.terminated.double())
+    y = batch.reward + discount * (q[:, B:].detach().min(0).values + target["bonus"])
     loss = sum(0.5 * (weight * (q[i, :B] - y) ** 2).mean() for i in range(cfg.num_critics))
     return loss, y
 
@@ -86,15 +87,13 @@ def test_joint_pass_loss_and_gradients_equal_an_independent_implementation():
               if k.endswith(("weight", "bias")) else v for k, v in state.critic.items()}
     batch = make_batch(cfg, seed=3)._replace(weight=torch.rand(32, generator=g).double())
     target = crossq_target(state, batch, funcsac.keys.make_key(4))
-    args = (state.static, batch.obs, batch.action, target, funcsac.keys.make_key(5),
-            batch.weight)
+    args = (state, batch, target, funcsac.keys.make_key(5))
     names = list(state.static.critic_trainable)
     grads, (loss, aux) = torch.func.grad_and_value(
         lambda p: crossq_critic_loss({**critic, **p}, *args), has_aux=True)(
         {k: critic[k] for k in names})
     leaves = {k: critic[k].clone().requires_grad_(True) for k in names}
-    ref_loss, ref_y = reference_critic_loss({**critic, **leaves}, cfg, batch.obs, batch.action,
-                                            target, batch.weight)
+    ref_loss, ref_y = reference_critic_loss({**critic, **leaves}, cfg, batch, target)
     ref_grads = torch.autograd.grad(ref_loss, list(leaves.values()))
     torch.testing.assert_close(loss, ref_loss, **reordered())
     torch.testing.assert_close(aux.target, ref_y, **reordered())
@@ -102,7 +101,7 @@ def test_joint_pass_loss_and_gradients_equal_an_independent_implementation():
         torch.testing.assert_close(grads[name], ref, **reordered())
     # the new running statistics: those of the joint batch at the input layer
     x = torch.cat([torch.cat([batch.obs, batch.action], -1),
-                   torch.cat([target["next_obs"], target["next_action"]], -1)])
+                   torch.cat([batch.next_obs, target["next_action"]], -1)])
     torch.testing.assert_close(aux.buffers["0.running_mean"],
                                0.01 * x.mean(0).expand(3, -1), **reordered())
 

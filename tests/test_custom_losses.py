@@ -6,16 +6,17 @@ import torch.nn.functional as F
 import funcsac
 from funcsac.losses import sample_action
 from funcsac.networks import apply_critics
+from funcsac.steps import step_keys
 from helpers import make_batch, small_config
 
 CFG = small_config(dtype=torch.float64)
 
 
 def huber_critic_loss(delta):
-    def loss(critic, static, obs, action, target_q, key, weight):
-        q = apply_critics(static.critic, critic, obs, action, key)
-        huber = F.huber_loss(q, target_q.expand_as(q), delta=delta, reduction="none")
-        return (weight * huber).mean(-1).sum(0), funcsac.CriticOut(q, target_q)
+    def loss(critic, state, batch, target, key):
+        q = apply_critics(state.static.critic, critic, batch.obs, batch.action, key)
+        huber = F.huber_loss(q, target.expand_as(q), delta=delta, reduction="none")
+        return (batch.weight * huber).mean(-1).sum(0), funcsac.CriticOut(q, target)
     return loss
 
 
@@ -28,7 +29,7 @@ def test_huber_critic_loss():
     torch.testing.assert_close(m_wide["critic_loss"], m_default["critic_loss"])
     narrow_update = funcsac.make_update(funcsac.Losses(critic=huber_critic_loss(0.1)))
     narrow, m_narrow = narrow_update(state, batch)
-    _, k_target, _, _ = funcsac.keys.split(state.key, 4)
+    k_target, _ = funcsac.keys.split(step_keys(state)[1], 2)
     err = apply_critics(state.static.critic, state.critic, batch.obs, batch.action) - \
         funcsac.td_target(state, batch, k_target)
     expected = torch.where(err.abs() < 0.1, 0.5 * err ** 2, 0.1 * (err.abs() - 0.05))
@@ -48,10 +49,11 @@ def test_extra_actor_penalty():
     new, m = funcsac.make_update(funcsac.Losses(actor=penalised))(state, batch)
     penalty = coef * sum(p.square().sum() for p in state.actor.values())
     torch.testing.assert_close(m["actor_loss"], m_default["actor_loss"] + penalty)
-    # the actor step differentiates the penalised loss (against the critics after their step)
-    k_actor = funcsac.keys.split(state.key, 4)[3]
-    grad = torch.func.grad(lambda a: penalised(a, new.critic, state.static, batch.obs,
-                                               state.log_alpha.exp(), k_actor)[0])(state.actor)
+    # the actor step differentiates the penalised loss (against the critics after their step,
+    # the temperature before its own)
+    k_actor = step_keys(state)[2]
+    after_critics = new.replace(log_alpha=state.log_alpha)
+    grad = torch.func.grad(lambda a: penalised(a, after_critics, batch, k_actor)[0])(state.actor)
     torch.testing.assert_close(m["actor_grad_norm"], funcsac.global_norm(grad))
 
 
@@ -77,7 +79,7 @@ def test_the_td_target_combines_the_target_critics_as_configured(how):
                        dtype=torch.float64, init_alpha=0.3, gamma=0.9)
     state, batch = funcsac.init_state(cfg, seed=0), make_batch(cfg, batch_size=8)
     key = funcsac.keys.make_key(5)
-    k_action = funcsac.keys.split(key, 3)[0]
+    k_action = funcsac.keys.split(key, 2)[0]
     a, log_prob = sample_action(state.actor, state.static, batch.next_obs, k_action)
     q = [funcsac.apply_critic(state.static.critic, {k: v[i] for k, v in
                                                     state.target_critic.items()},

@@ -159,7 +159,7 @@ def test_the_critic_half_is_the_update_where_the_actor_is_not_due():
     state, _ = funcsac.update(state, make_batch(cfg, batch_size=8, seed=0))  # step 0: due
     batch = make_batch(cfg, batch_size=8, seed=1)
     whole, _ = funcsac.update(state, batch)
-    half, metrics = funcsac.update.critic_update(state, batch)
+    half, metrics = funcsac.critic_update(state, batch)
     assert "actor_loss" not in metrics
     for a, b in zip(optree.tree_leaves(whole, namespace="funcsac"),
                     optree.tree_leaves(half, namespace="funcsac")):

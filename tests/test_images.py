@@ -9,6 +9,7 @@ import funcsac
 from funcsac import keys
 from funcsac.driver.run.agents import stack, vmap_agents
 from funcsac.encoders import drq_encoder, prepare_images, random_shift
+from funcsac.steps import image_actor_step
 from helpers import BACKENDS, assert_compiled_equals_eager, make_batch, reordered, small_config
 from reference import ReferenceDrQ, assert_params_match, shifted, step_both
 
@@ -77,7 +78,7 @@ def test_the_actor_step_leaves_the_encoder_alone():
     cfg = image_config()
     state = funcsac.init_state(cfg, seed=0)
     batch = make_batch(cfg, batch_size=8)
-    new, _ = funcsac.update.actor_step(state, batch, keys.make_key(1))
+    new, _ = image_actor_step(state, funcsac.prepare(state, batch), keys.make_key(1))
     assert not torch.equal(new.actor["0.weight"], state.actor["0.weight"])
     for k, v in state.encoder.items():
         assert torch.equal(new.encoder[k], v), k

@@ -107,7 +107,7 @@ def test_update_with_aux_returns_td_errors_vmapped_like_a_loop():
                     vmapped, stack(looped), namespace="funcsac")
     # the TD error is the mean over the critics of |Q_i(s, a) - target| before the step
     state, batch = states[0], batches[0]
-    _, k_target, _, _ = funcsac.keys.split(state.key, 4)
+    k_target, _ = funcsac.keys.split(funcsac.keys.split(state.key, 3)[1], 2)
     q = funcsac.apply_critics(state.static.critic, state.critic, batch.obs, batch.action)
     expected = (q - funcsac.td_target(state, batch, k_target)).abs().mean(0)
     torch.testing.assert_close(looped[0][2]["td_error"], expected)

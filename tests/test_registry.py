@@ -11,7 +11,7 @@ import torch
 import funcsac
 from funcsac import keys
 from funcsac.driver.tools.export import policy_module
-from funcsac.losses import bootstrap, sample_action
+from funcsac.losses import policy_loss, soft_target
 from helpers import TINY, make_batch, small_config
 
 PACKAGE = Path(funcsac.__file__).parent
@@ -131,22 +131,19 @@ def _heads(static, critic, obs, action, key=None):
 
 
 def _two_heads_target(state, batch, key):
-    k_action, k_dropout = keys.split(key, 2)
-    a, log_prob = sample_action(state.actor, state.static, batch.next_obs, k_action)
-    q = _heads(state.static, state.critic, batch.next_obs, a, k_dropout).detach().mean(0)
-    return bootstrap(state, batch, q - state.log_alpha.exp() * log_prob)
+    return soft_target(state, batch, key, lambda a, k: _heads(
+        state.static, state.critic, batch.next_obs, a, k).detach().mean(0))
 
 
-def _two_heads_critic_loss(critic, static, obs, action, target, key, weight):
-    q = _heads(static, critic, obs, action, key)
-    return 0.5 * (weight * (q - target).square()).mean(-1).sum(0), funcsac.CriticOut(q, target)
+def _two_heads_critic_loss(critic, state, batch, target, key):
+    q = _heads(state.static, critic, batch.obs, batch.action, key)
+    return (0.5 * (batch.weight * (q - target).square()).mean(-1).sum(0),
+            funcsac.CriticOut(q, target))
 
 
-def _two_heads_actor_loss(actor, critic, static, obs, alpha, key):
-    k_sample, k_dropout = keys.split(key, 2)
-    a, log_prob = sample_action(actor, static, obs, k_sample)
-    q = _heads(static, critic, obs, a, k_dropout).mean(0)
-    return (alpha * log_prob - q).mean(), funcsac.ActorOut(log_prob)
+def _two_heads_actor_loss(actor, state, batch, key):
+    return policy_loss(actor, state, batch.obs, key, lambda a, k: _heads(
+        state.static, state.critic, batch.obs, a, k).mean(0))
 
 
 def _every_critic(config):
@@ -176,7 +173,7 @@ def test_a_variant_defined_outside_funcsac_updates(two_heads):
     assert state.target_critic == {} and cfg.critic_outputs == 2
     assert state.critic["4.weight"].shape[:2] == (2, 2)  # [N critics, 2 heads, ...]
     new, metrics = funcsac.update(state, batch)
-    k_target, k_critic = keys.split(state.key, 4)[1:3]
+    k_target, k_critic = keys.split(keys.split(state.key, 3)[1], 2)  # the critic step's
     target = _two_heads_target(state, batch, k_target)
     q = _heads(state.static, state.critic, batch.obs, batch.action, k_critic)
     torch.testing.assert_close(metrics["critic_loss"],

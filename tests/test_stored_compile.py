@@ -200,9 +200,8 @@ def test_the_key_holds_structure_and_code_but_not_initial_hyperparameter_values(
 def _critic_loss(state, batch):
     """The registered algorithm's critic loss on ``batch`` with its rewards as targets (a
     forward pass only: a quick compile that still takes the loss)."""
-    loss, _ = funcsac.losses_for(state.config).critic(
-        state.critic, state.static, batch.obs, batch.action, batch.reward, state.key,
-        batch.weight)
+    loss, _ = funcsac.losses_for(state.config).critic(state.critic, state, batch, batch.reward,
+                                                      state.key)
     return loss
 
 

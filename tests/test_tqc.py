@@ -49,8 +49,8 @@ def test_critic_loss_and_gradients_match_loops(weighted):
     target = 2 * torch.randn(32, 3 * 4, generator=g, dtype=F64)  # N * (K - d) atoms per row
     weight = 2 * torch.rand(32, generator=g, dtype=F64) if weighted else torch.ones(32, dtype=F64)
     grads, (loss, out) = torch.func.grad_and_value(
-        lambda p: tqc.quantile_critic_loss(p, state.static, batch.obs, batch.action, target, None,
-                                           weight), has_aux=True)(state.critic)
+        lambda p: tqc.quantile_critic_loss(p, state, batch._replace(weight=weight), target, None),
+        has_aux=True)(state.critic)
     ref = ReferenceTQC(state)
     ref_loss = ref.critic_loss(batch.obs, batch.action, target, weight)
     ref_loss.backward()
@@ -83,8 +83,9 @@ def test_actor_gradient_matches_loops():
     cfg = _tqc(dtype=F64)
     state, batch = funcsac.init_state(cfg, seed=0), make_batch(cfg)
     key, alpha = keys.make_key(5), torch.tensor(0.2, dtype=F64)
-    grads = torch.func.grad(lambda p: tqc.quantile_actor_loss(
-        p, state.critic, state.static, batch.obs, alpha, key)[0])(state.actor)
+    state = state.replace(log_alpha=alpha.log())
+    grads = torch.func.grad(lambda p: tqc.quantile_actor_loss(p, state, batch, key)[0])(
+        state.actor)
     ref = ReferenceTQC(state)
     a, logp = ref.sample(batch.obs, keys.split(key, 2)[0])
     (alpha * logp - ref.actor_value(batch.obs, a)).mean().backward()
@@ -120,7 +121,8 @@ def test_td_error_compares_the_mean_quantile_with_the_mean_target():
     state, batch = funcsac.init_state(cfg, seed=0), make_batch(cfg)
     _, metrics, aux = funcsac.update_with_aux(state, batch)
     ref = ReferenceTQC(state)
-    y = ref.target(batch, keys.split(state.key, 4)[1], state.log_alpha.exp())
+    k_target = keys.split(keys.split(state.key, 3)[1], 2)[0]  # the critic step's, its target's
+    y = ref.target(batch, k_target, state.log_alpha.exp())
     z = torch.stack([c(torch.cat([batch.obs, batch.action], -1)) for c in ref.critics]).detach()
     torch.testing.assert_close(aux["td_error"], (z.mean(-1) - y.mean(-1)).abs().mean(0))
     torch.testing.assert_close(metrics["target_q_mean"], y.mean())

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.updates import prepare
+from funcsac.steps import prepare, step_keys
 from helpers import make_batch, reordered, small_config
 
 DROQ = small_config(num_critics=2, critic_dropout=0.2, critic_layer_norm=True, policy_delay=2)
@@ -24,14 +24,20 @@ def _sequential(state, batches):
 
 
 def _rlpd_order(state, batches):
-    """rlpd's ``update`` as a loop: ``policy_delay`` critic steps, then one actor and temperature
-    step on the last of their batches, against the newest critics."""
-    d, step = state.config.policy_delay, funcsac.make_update()
+    """rlpd's ``update`` as a loop of the public steps: ``policy_delay`` critic steps, then one
+    actor and temperature step on the last of their batches, against the newest critics."""
+    d = state.config.policy_delay
     for start in range(0, len(batches), d):
         for b in batches[start:start + d]:
-            state, k_actor, metrics, _ = step.critic_step(state, prepare(state, b))
-        state, actor_metrics = step.actor_step(state, prepare(state, b), k_actor)
-    return state, {**metrics, **actor_metrics}
+            key, k_critic, _ = step_keys(state)
+            state, metrics = funcsac.critic_step(state, prepare(state, b), k_critic)
+            state = state.replace(key=key, step=state.step + 1)
+        key, k_actor = funcsac.keys.split(state.key, 2)
+        state, actor_metrics = funcsac.actor_step(state, prepare(state, b), k_actor)
+        state, temperature_metrics = funcsac.temperature_step(state, actor_metrics["entropy"])
+        state = state.replace(key=key)
+    metrics = {k: v for k, v in metrics.items() if k != "td_error"}
+    return state, {**metrics, **actor_metrics, **temperature_metrics}
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -72,7 +78,7 @@ def test_update_many_without_a_delay_is_sequential_updates():
 def test_prioritized_aux_has_a_td_error_per_critic_step():
     batches = [make_batch(DROQ, seed=i) for i in range(4)]
     state = funcsac.init_state(DROQ, seed=0)
-    _, _, aux = funcsac.make_update_many(funcsac.update_with_aux)(state, _stack(*batches))
+    _, _, aux = funcsac.make_update_many(with_aux=True)(state, _stack(*batches))
     assert aux["td_error"].shape == (4, batches[0].obs.shape[0])
     first, _, first_aux = funcsac.update_with_aux(state, batches[0])
     torch.testing.assert_close(aux["td_error"][0], first_aux["td_error"], rtol=0, atol=0)

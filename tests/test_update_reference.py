@@ -64,8 +64,9 @@ def test_critic_gradients_match_autograd(weighted):
     # importance weights (prioritized replay) scale each row's squared error
     weight = (torch.rand(32, dtype=torch.float64) * 2 if weighted
               else torch.ones(32, dtype=torch.float64))
-    grads = torch.func.grad(lambda p: funcsac.critic_loss(p, state.static, batch.obs, batch.action,
-                                                          target, None, weight)[0])(state.critic)
+    batch = batch._replace(weight=weight)
+    grads = torch.func.grad(lambda p: funcsac.critic_loss(p, state, batch, target, None)[0])(
+        state.critic)
     ref = ReferenceSAC(state)
     sa = torch.cat([batch.obs, batch.action], -1)
     loss = sum(0.5 * (weight * (c(sa).squeeze(-1) - target) ** 2).mean() for c in ref.critics)
@@ -81,8 +82,8 @@ def test_actor_gradient_leaves_critics_alone():
     batch = make_batch(cfg)
     key = funcsac.keys.make_key(5)
     alpha = torch.tensor(0.2, dtype=torch.float64)
-    grads = torch.func.grad(lambda p: funcsac.actor_loss(p, state.critic, state.static, batch.obs,
-                                                         alpha, key)[0])(state.actor)
+    state = state.replace(log_alpha=alpha.log())
+    grads = torch.func.grad(lambda p: funcsac.actor_loss(p, state, batch, key)[0])(state.actor)
     ref = ReferenceSAC(state)
     a, logp = ref.sample(batch.obs, funcsac.keys.split(key, 2)[0])
     q = torch.stack([c(torch.cat([batch.obs, a], -1)).squeeze(-1)

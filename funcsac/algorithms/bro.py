@@ -37,13 +37,14 @@ from .. import keys
 from ..architectures import build_network
 from ..batch import Batch
 from ..grads import grad_and_value
-from ..losses import (ActorOut, CriticOut, Losses, alpha_temperature_loss, bootstrap, policy_loss,
-                      sample_action)
+from ..losses import ActorOut, CriticOut, Losses, alpha_temperature_loss, policy_loss, soft_target
 from ..networks import Params, apply_network, decay_mask, module_params
 from ..policy import actor_gaussian
 from ..optim import adam_init, adam_update
 from ..registry import Algorithm, is_real, register, setting
 from ..state import SACState, Static, trainable
+from ..steps import actor_view
+from ..updates import sac_update, when_due
 from .tqc import (apply_quantile_critics, check_num_quantiles, quantile_critic_loss,
                   quantile_outputs)
 
@@ -72,32 +73,28 @@ def combine(z: torch.Tensor, pessimism) -> torch.Tensor:
 
 
 def bro_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
-    """``r + gamma^horizon * (1 - terminated) * (combine(Z'(s', a')) - alpha * log pi(a'|s'))``
-    for ``a' ~ pi(.|s')``: ``[B, K]`` atoms."""
-    static = state.static
-    k_action, k_dropout = keys.split(key, 2)
-    next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
-    z = apply_quantile_critics(static, state.target_critic, batch.next_obs, next_action,
-                               k_dropout)
-    value = combine(z, state.config.algorithm_options.pessimism)
-    return bootstrap(state, batch, value - torch.exp(state.log_alpha) * next_log_prob[:, None])
+    """``soft_target`` with each quantile of ``combine(Z'(s', a'))`` as a value: ``[B, K]``
+    atoms."""
+    static, pessimism = state.static, state.config.algorithm_options.pessimism
+    return soft_target(state, batch, key, lambda next_action, k: combine(
+        apply_quantile_critics(static, state.target_critic, batch.next_obs, next_action, k),
+        pessimism))
 
 
-def bro_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
-                    target_q: torch.Tensor, key: torch.Tensor,
-                    weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
+def bro_critic_loss(critic: Params, state: SACState, batch: Batch, target: torch.Tensor,
+                    key: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """TQC's ``quantile_critic_loss`` times K: BRO sums the quantile Huber loss over the
     quantiles where TQC averages (``critic.py``'s ``calculate_quantile_huber_loss``)."""
-    loss, out = quantile_critic_loss(critic, static, obs, action, target_q, key, weight)
-    return loss * static.config.algorithm_options.num_quantiles, out
+    loss, out = quantile_critic_loss(critic, state, batch, target, key)
+    return loss * state.config.algorithm_options.num_quantiles, out
 
 
-def bro_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-                   alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
+def bro_actor_loss(actor: Params, state: SACState, batch: Batch,
+                   key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
     """``funcsac.losses.policy_loss`` with Q the mean over the quantiles of ``combine``."""
-    pessimism = static.config.algorithm_options.pessimism
-    return policy_loss(actor, static, obs, alpha, key, lambda a, k: combine(
-        apply_quantile_critics(static, critic, obs, a, k), pessimism).mean(-1))
+    static, pessimism = state.static, state.config.algorithm_options.pessimism
+    return policy_loss(actor, state, batch.obs, key, lambda a, k: combine(
+        apply_quantile_critics(static, state.critic, batch.obs, a, k), pessimism).mean(-1))
 
 
 def optimistic_policy(static: Static, params: Params, obs: torch.Tensor, mean: torch.Tensor,
@@ -169,6 +166,20 @@ def optimistic_step(state: SACState, batch: Batch, key: torch.Tensor) -> Tuple[D
     metrics = {"optimism": optimism, "kl_weight": kl_weight, "kl": kl / cfg.act_dim,
                "optimistic_loss": loss}
     return new, metrics
+
+
+def bro_update(state: SACState, batch: Batch, losses: Losses) -> Tuple[SACState, Dict]:
+    """BRO's gradient step on a ``prepare``d batch: SAC's (``sac_update``), then the optimistic
+    actor's (``optimistic_step``, where the actor is due) against the new actor and critics, on
+    the actor's view of the observations."""
+    key, k_optimistic = keys.split(state.key, 2)
+    stepped, metrics = sac_update(state.replace(key=key), batch, losses)
+    if state.static.encoder is not None:
+        k_obs, k_optimistic = keys.split(k_optimistic, 2)
+        batch = actor_view(stepped, batch, k_obs)
+    extra, optimistic_metrics = optimistic_step(stepped, batch, k_optimistic)
+    return (when_due(state, stepped.replace(extra=extra), stepped),
+            {**metrics, **optimistic_metrics})
 
 
 def optimistic_actor(config) -> Dict[str, nn.Module]:
@@ -244,7 +255,7 @@ def _check(config) -> None:
 
 BRO = register(Algorithm(
     "bro", Losses(critic=bro_critic_loss, actor=bro_actor_loss,
-                  temperature=alpha_temperature_loss, target=bro_target, extra=optimistic_step),
+                  temperature=alpha_temperature_loss, target=bro_target), update=bro_update,
     help="BRO: quantile critics combined by mean and pessimism, an optimistic actor that "
          "explores",
     critic_outputs=quantile_outputs, check=_check, options=BROOptions,

@@ -26,8 +26,8 @@ import torch
 
 from .. import keys
 from ..batch import Batch
-from ..losses import (ActorOut, CriticOut, Losses, bootstrap, policy_loss, reduce_critics,
-                      sample_action, target_subset)
+from ..losses import (ActorOut, CriticOut, Losses, bootstrap, next_policy, policy_loss,
+                      reduce_critics, target_subset)
 from ..networks import Params, apply_critics
 from ..registry import Algorithm, is_int, is_real, register, setting
 from ..state import SACState, Static
@@ -84,20 +84,20 @@ def project(probs: torch.Tensor, values: torch.Tensor, v_min: float, v_max: floa
 def categorical_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
     """The projected target distribution ``[B, K]`` (see the module's docstring)."""
     cfg, static = state.config, state.static
-    k_action, k_subset, k_dropout = keys.split(key, 3)
-    next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
+    k_action, k_value = keys.split(key, 2)
+    k_subset, k_dropout = keys.split(k_value, 2)
+    next_action, bonus = next_policy(state, batch, k_action)
     target = target_subset(cfg, state.target_critic, k_subset)
     return projected_target(state, batch, apply_log_probs(static, target, batch.next_obs,
-                                                          next_action, k_dropout),
-                            next_log_prob)
+                                                          next_action, k_dropout), bonus)
 
 
 def projected_target(state: SACState, batch: Batch, log_probs: torch.Tensor,
-                     next_log_prob: torch.Tensor) -> torch.Tensor:
+                     bonus: torch.Tensor) -> torch.Tensor:
     """The target distribution ``[B, K]`` from the target critics' distributions ``log_probs
-    [M, B, K]`` at ``(s', a')`` and ``log pi(a'|s') [B]``: per row the distribution of the lower
-    expected value (``target_q_reduction="min"``) or their mean, its values moved to ``r +
-    gamma^horizon * (1 - terminated) * (z_j - alpha * log pi(a'|s'))`` and projected."""
+    [M, B, K]`` at ``(s', a')`` and the entropy bonus ``-alpha * log pi(a'|s') [B]``: per row the
+    distribution of the lower expected value (``target_q_reduction="min"``) or their mean, its
+    values moved to ``r + gamma^horizon * (1 - terminated) * (z_j + bonus)`` and projected."""
     cfg, each = state.config, log_probs.exp()
     z = support(cfg, each)
     if cfg.target_q_reduction == "min":  # per row, the critic of the lower expected value
@@ -105,31 +105,31 @@ def projected_target(state: SACState, batch: Batch, log_probs: torch.Tensor,
         probs = each.gather(0, lowest.expand(-1, -1, each.shape[-1]))[0]
     else:
         probs = each.mean(0)
-    values = bootstrap(state, batch, z - torch.exp(state.log_alpha) * next_log_prob[:, None])
+    values = bootstrap(state, batch, z + bonus[:, None])
     o = cfg.algorithm_options
     return project(probs, values, o.v_min, o.v_max)
 
 
-def categorical_critic_loss(critic: Params, static: Static, obs: torch.Tensor,
-                            action: torch.Tensor, target_q: torch.Tensor, key: torch.Tensor,
-                            weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
+def categorical_critic_loss(critic: Params, state: SACState, batch: Batch,
+                            target: torch.Tensor,
+                            key: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``-mean_B weight * sum_j target_j log p_ij`` summed over the N critics, for the target
-    distribution ``target_q [B, K]``; returns ``(loss, CriticOut(Q [N, B], target [B]))``, the
+    distribution ``target [B, K]``; returns ``(loss, CriticOut(Q [N, B], target [B]))``, the
     critics' and the target's expected values."""
-    log_probs = apply_log_probs(static, critic, obs, action, key)
-    loss = -(weight * (target_q * log_probs).sum(-1)).mean(-1).sum(0)
-    cfg = static.config
-    return loss, CriticOut(expected_values(cfg, log_probs),
-                           (target_q * support(cfg, target_q)).sum(-1))
+    cfg = state.config
+    log_probs = apply_log_probs(state.static, critic, batch.obs, batch.action, key)
+    loss = -(batch.weight * (target * log_probs).sum(-1)).mean(-1).sum(0)
+    return loss, CriticOut(expected_values(cfg, log_probs), (target * support(cfg, target)).sum(-1))
 
 
-def categorical_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-                           alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
+def categorical_actor_loss(actor: Params, state: SACState, batch: Batch,
+                           key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
     """``funcsac.losses.policy_loss`` with Q the critics' expected values, combined by
     ``actor_q_reduction``."""
-    cfg = static.config
-    return policy_loss(actor, static, obs, alpha, key, lambda a, k: reduce_critics(
-        expected_values(cfg, apply_log_probs(static, critic, obs, a, k)), cfg.actor_q_reduction))
+    cfg, static = state.config, state.static
+    return policy_loss(actor, state, batch.obs, key, lambda a, k: reduce_critics(
+        expected_values(cfg, apply_log_probs(static, state.critic, batch.obs, a, k)),
+        cfg.actor_q_reduction))
 
 
 @dataclasses.dataclass(frozen=True)

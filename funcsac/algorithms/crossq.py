@@ -17,41 +17,37 @@ import torch
 
 from .. import keys
 from ..batch import Batch
-from ..losses import CriticOut, Losses, reduce_critics, sample_action, target_subset
+from ..losses import (CriticOut, Losses, bootstrap, next_policy, reduce_critics,
+                      target_subset)
 from ..networks import Params, apply_critics_training
 from ..registry import Algorithm, register
-from ..state import SACState, Static
+from ..state import SACState
 
 
 def crossq_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str, torch.Tensor]:
-    """What the critic loss needs to build the target in its joint pass: the next observations,
-    next actions ``a' ~ pi(.|s')`` and the target's other terms, ``reward [B]``, ``discount =
-    gamma^horizon * (1 - terminated) [B]`` and ``entropy = -alpha * log pi(a'|s') [B]``."""
-    next_action, next_log_prob = sample_action(state.actor, state.static, batch.next_obs, key)
-    not_done = 1.0 - batch.terminated.to(next_log_prob.dtype)
-    return {"next_obs": batch.next_obs, "next_action": next_action, "reward": batch.reward,
-            "discount": state.hparams.gamma ** batch.horizon * not_done,
-            "entropy": -torch.exp(state.log_alpha) * next_log_prob}
+    """What the critic loss's joint pass needs of the target: the next actions
+    ``a' ~ pi(.|s') [B, A]`` and their entropy bonus ``-alpha * log pi(a'|s') [B]``."""
+    next_action, bonus = next_policy(state, batch, key)
+    return {"next_action": next_action, "bonus": bonus}
 
 
-def crossq_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
-                       target: Dict[str, torch.Tensor], key: torch.Tensor,
-                       weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
+def crossq_critic_loss(critic: Params, state: SACState, batch: Batch,
+                       target: Dict[str, torch.Tensor],
+                       key: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``0.5 * mean_B weight * (Q_i(s, a) - y)^2`` summed over the critics, with
-    ``y = reward + discount * (min_M Q(s', a') + entropy)`` from the same joint pass over
-    ``[(s, a); (s', a')]`` (``[2B]`` rows, one set of batch statistics), ``y`` without gradient;
-    the min runs over a random ``num_target_critics`` of the critics. Returns ``(loss,
-    CriticOut(Q [N, B], y [B], the new running statistics))``."""
-    cfg, B = static.config, obs.shape[0]
+    ``y = r + gamma^horizon * (1 - terminated) * (min_M Q(s', a') + bonus)`` from the same
+    joint pass over ``[(s, a); (s', a')]`` (``[2B]`` rows, one set of batch statistics), ``y``
+    without gradient; the min runs over a random ``num_target_critics`` of the critics. Returns
+    ``(loss, CriticOut(Q [N, B], y [B], the new running statistics))``."""
+    cfg, B = state.config, batch.obs.shape[0]
     k_pass, k_subset = keys.split(key, 2)
     q_both, stats = apply_critics_training(
-        static.critic, critic, torch.cat([obs, target["next_obs"]]),
-        torch.cat([action, target["next_action"]]), k_pass)
+        state.static.critic, critic, torch.cat([batch.obs, batch.next_obs]),
+        torch.cat([batch.action, target["next_action"]]), k_pass)
     q, q_next = q_both[:, :B], q_both[:, B:].detach()
     q_next = target_subset(cfg, q_next, k_subset)
-    y = target["reward"] + target["discount"] * (reduce_critics(q_next, cfg.target_q_reduction)
-                                                 + target["entropy"])
-    loss = 0.5 * (weight * (q - y).square()).mean(-1).sum(0)
+    y = bootstrap(state, batch, reduce_critics(q_next, cfg.target_q_reduction) + target["bonus"])
+    loss = 0.5 * (batch.weight * (q - y).square()).mean(-1).sum(0)
     return loss, CriticOut(q, y, stats)
 
 

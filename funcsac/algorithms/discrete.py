@@ -19,7 +19,7 @@ from ..losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, tar
 from ..networks import Params, apply_network, dropout_key_names, map_critics, with_dropout_keys
 from ..policy import PolicyFamily
 from ..registry import Algorithm, register, register_policy
-from ..state import SACState, Static
+from ..state import SACState
 
 
 def apply_logits(template: nn.Module, params: Params, obs: torch.Tensor) -> torch.Tensor:
@@ -117,26 +117,27 @@ def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.T
     return bootstrap(state, batch, soft_value)
 
 
-def discrete_critic_loss(critic: Params, static: Static, obs: torch.Tensor, action: torch.Tensor,
-                         target_q: torch.Tensor, key: torch.Tensor,
-                         weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
+def discrete_critic_loss(critic: Params, state: SACState, batch: Batch, target: torch.Tensor,
+                         key: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``0.5 * mean_B weight * (Q_i(s, a) - target)^2`` summed over the critics, ``a`` the
-    batch's action indices ``[B, 1]``; returns ``(loss, CriticOut(Q [N, B], target_q))``."""
-    q_all = apply_q_values(static.critic, critic, obs, key)  # [N, B, n]
-    index = action.long().expand(q_all.shape[0], -1, -1)  # [N, B, 1]
+    batch's action indices ``[B, 1]``; returns ``(loss, CriticOut(Q [N, B], target))``."""
+    q_all = apply_q_values(state.static.critic, critic, batch.obs, key)  # [N, B, n]
+    index = batch.action.long().expand(q_all.shape[0], -1, -1)  # [N, B, 1]
     q = q_all.gather(-1, index).squeeze(-1)
-    return 0.5 * (weight * (q - target_q).square()).mean(-1).sum(0), CriticOut(q, target_q)
+    return 0.5 * (batch.weight * (q - target).square()).mean(-1).sum(0), CriticOut(q, target)
 
 
-def discrete_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-                        alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
+def discrete_actor_loss(actor: Params, state: SACState, batch: Batch,
+                        key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
     """``mean_B sum_a pi(a|s) (alpha * log pi(a|s) - Q(s, a))``, Q the min (or mean, per
     ``config.actor_q_reduction``) over the critics; returns ``(loss, ActorOut(E_pi[log pi] [B]))``,
     the negative entropy, which the temperature loss takes in place of a sampled log-prob."""
-    log_p = apply_logits(static.actor, actor, obs)
-    q = reduce_critics(apply_q_values(static.critic, critic, obs, key),
-                       static.config.actor_q_reduction)
+    static = state.static
+    log_p = apply_logits(static.actor, actor, batch.obs)
+    q = reduce_critics(apply_q_values(static.critic, state.critic, batch.obs, key),
+                       state.config.actor_q_reduction)
     p = log_p.exp()
+    alpha = torch.exp(state.log_alpha)
     return (p * (alpha * log_p - q)).sum(-1).mean(), ActorOut((p * log_p).sum(-1))
 
 

@@ -23,74 +23,69 @@ import torch
 
 from .. import keys
 from ..batch import Batch
-from ..losses import (ActorOut, CriticOut, Losses, alpha_temperature_loss, reduce_critics,
-                      sample_action, target_subset)
+from ..losses import (ActorOut, CriticOut, Losses, alpha_temperature_loss, next_policy,
+                      reduce_critics, sample_action, target_subset)
 from ..networks import Params, apply_critics_training
 from ..registry import Algorithm, register
 from ..state import SACState, Static
 from .categorical_q import (CategoricalOptions, apply_log_probs, expected_values, log_probs_of,
                             num_bins, projected_target, support)
+from .simba import actor_first_update
 
 
-def joint_pass(static: Static, critic: Params, obs: torch.Tensor, action: torch.Tensor,
-               target: Dict[str, torch.Tensor],
+def joint_pass(static: Static, critic: Params, batch: Batch, next_action: torch.Tensor,
                key: torch.Tensor) -> Tuple[torch.Tensor, Params]:
     """The critics in training mode over ``[(s, a); (s', a')]``: ``(log-probabilities
     [N, 2B, K], their new running statistics)``."""
     logits, stats = apply_critics_training(
-        static.critic, critic, torch.cat([obs, target["next_obs"]]),
-        torch.cat([action, target["next_action"]]), key)
+        static.critic, critic, torch.cat([batch.obs, batch.next_obs]),
+        torch.cat([batch.action, next_action]), key)
     return log_probs_of(static, logits), stats
 
 
 def flashsac_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str, torch.Tensor]:
-    """What the critic loss needs: ``next_obs``, ``next_action`` ``a' ~ pi(.|s')`` (the actor in
-    evaluation mode) and ``probs [B, K]``, the projected target from the next rows of the target
-    critics' training-mode pass (whose new running statistics are dropped: FlashSAC never reads
-    the target critics' own)."""
+    """What the critic loss needs: ``next_action`` ``a' ~ pi(.|s')`` (the actor in evaluation
+    mode) and ``probs [B, K]``, the projected target from the next rows of the target critics'
+    training-mode pass (whose new running statistics are dropped: FlashSAC never reads the
+    target critics' own)."""
     cfg, static = state.config, state.static
     k_action, k_subset, k_pass = keys.split(key, 3)
-    next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
-    target = {"next_obs": batch.next_obs, "next_action": next_action}
-    log_probs, _ = joint_pass(static, target_subset(cfg, state.target_critic, k_subset),
-                              batch.obs, batch.action, target, k_pass)
+    next_action, bonus = next_policy(state, batch, k_action)
+    log_probs, _ = joint_pass(static, target_subset(cfg, state.target_critic, k_subset), batch,
+                              next_action, k_pass)
     B = batch.obs.shape[0]
-    return {**target, "probs": projected_target(state, batch, log_probs[:, B:], next_log_prob)}
+    return {"next_action": next_action,
+            "probs": projected_target(state, batch, log_probs[:, B:], bonus)}
 
 
-def flashsac_critic_loss(critic: Params, static: Static, obs: torch.Tensor,
-                         action: torch.Tensor, target: Dict[str, torch.Tensor],
-                         key: torch.Tensor,
-                         weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
+def flashsac_critic_loss(critic: Params, state: SACState, batch: Batch,
+                         target: Dict[str, torch.Tensor],
+                         key: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``-mean_{N, B} weight * sum_j target_j log p_ij`` on the current rows of the critics'
     training-mode pass over ``[(s, a); (s', a')]``; returns ``(loss, CriticOut(Q [N, B],
     target [B], the new running statistics))``, expected values."""
-    cfg, B, probs = static.config, obs.shape[0], target["probs"]
-    log_probs, stats = joint_pass(static, critic, obs, action, target, key)
+    cfg, B, probs = state.config, batch.obs.shape[0], target["probs"]
+    log_probs, stats = joint_pass(state.static, critic, batch, target["next_action"], key)
     log_probs = log_probs[:, :B]
-    loss = -(weight * (probs * log_probs).sum(-1)).mean()
+    loss = -(batch.weight * (probs * log_probs).sum(-1)).mean()
     return loss, CriticOut(expected_values(cfg, log_probs), (probs * support(cfg, probs)).sum(-1),
                            stats)
 
 
-def flashsac_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-                        alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
-    """``mean_B(alpha * log pi(a|s) - Q(s, a))`` for ``obs [2B, ...]``, the current rows then the
-    next (``actor_obs``): the actor in training mode over all of them (``a ~ pi`` drawn for
-    each), the loss on the current half, ``Q`` the critics' expected values in evaluation mode
-    combined by ``actor_q_reduction``. Returns ``(loss, ActorOut(log_prob [B], the actor's new
-    running statistics))``."""
-    cfg, B, stats = static.config, obs.shape[0] // 2, {}
-    action, log_prob = sample_action(actor, static, obs, key, stats)
+def flashsac_actor_loss(actor: Params, state: SACState, batch: Batch,
+                        key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
+    """``mean_B(alpha * log pi(a|s) - Q(s, a))`` with the actor in training mode over the
+    current and the next observations ``[s; s']`` (``[2B]`` rows, one set of batch statistics;
+    ``a ~ pi`` drawn for each), the loss on the current half, ``Q`` the critics' expected values
+    in evaluation mode combined by ``actor_q_reduction``. Returns ``(loss, ActorOut(log_prob [B],
+    the actor's new running statistics))``."""
+    cfg, static, B, stats = state.config, state.static, batch.obs.shape[0], {}
+    action, log_prob = sample_action(actor, static, torch.cat([batch.obs, batch.next_obs]), key,
+                                     stats)
     action, log_prob = action[:B], log_prob[:B]
-    q = reduce_critics(expected_values(cfg, apply_log_probs(static, critic, obs[:B], action)),
-                       cfg.actor_q_reduction)
-    return (alpha * log_prob - q).mean(), ActorOut(log_prob, stats)
-
-
-def current_and_next(batch: Batch) -> torch.Tensor:
-    """``[s; s']``, ``[2B, obs_dim]``: the observations FlashSAC's actor step normalises over."""
-    return torch.cat([batch.obs, batch.next_obs])
+    q = reduce_critics(expected_values(cfg, apply_log_probs(static, state.critic, batch.obs,
+                                                            action)), cfg.actor_q_reduction)
+    return (torch.exp(state.log_alpha) * log_prob - q).mean(), ActorOut(log_prob, stats)
 
 
 def _check(config) -> None:
@@ -105,7 +100,7 @@ def _check(config) -> None:
 FLASHSAC = register(Algorithm(
     "flashsac", Losses(critic=flashsac_critic_loss, actor=flashsac_actor_loss,
                        target=flashsac_target, temperature=alpha_temperature_loss),
-    actor_first=True, actor_obs=current_and_next, critic_outputs=num_bins,
-    options=CategoricalOptions, check=_check,
+    update=actor_first_update, critic_outputs=num_bins, options=CategoricalOptions,
+    check=_check,
     help="FlashSAC's SAC: SimbaV2's order over categorical critics, batch statistics over the "
          "current and next rows"))

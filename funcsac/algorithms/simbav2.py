@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from ..losses import Losses, alpha_temperature_loss
 from ..registry import Algorithm, register
+from .simba import actor_first_update
 from .categorical_q import (CategoricalOptions, categorical_actor_loss, categorical_critic_loss,
                             categorical_target, num_bins)
 
 SIMBAV2 = register(Algorithm(
     "simbav2", Losses(critic=categorical_critic_loss, actor=categorical_actor_loss,
                       target=categorical_target, temperature=alpha_temperature_loss),
-    actor_first=True, critic_outputs=num_bins,
+    update=actor_first_update, critic_outputs=num_bins,
     options=CategoricalOptions,
     help="SimbaV2's SAC: SimBa's order over categorical critics (num_bins over [v_min, v_max])"))

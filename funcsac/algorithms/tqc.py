@@ -19,9 +19,8 @@ from typing import Tuple
 
 import torch
 
-from .. import keys
 from ..batch import Batch
-from ..losses import ActorOut, CriticOut, Losses, bootstrap, policy_loss, sample_action
+from ..losses import ActorOut, CriticOut, Losses, policy_loss, soft_target
 from ..networks import Params, apply_critics
 from ..registry import Algorithm, is_int, register, setting
 from ..state import SACState, Static
@@ -49,16 +48,12 @@ def truncate(z: torch.Tensor, drop: int) -> torch.Tensor:
 
 
 def truncated_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.Tensor:
-    """``r + gamma^horizon * (1 - terminated) * (z - alpha * log pi(a'|s'))`` for each atom ``z``
-    of the truncated pool of the target critics' quantiles at ``(s', a' ~ pi(.|s'))``:
-    ``[B, N * (K - d)]``."""
-    static = state.static
-    k_action, k_dropout = keys.split(key, 2)
-    next_action, next_log_prob = sample_action(state.actor, static, batch.next_obs, k_action)
-    z = apply_quantile_critics(static, state.target_critic, batch.next_obs, next_action,
-                               k_dropout)
-    atoms = truncate(z, state.config.algorithm_options.drop_quantiles)
-    return bootstrap(state, batch, atoms - torch.exp(state.log_alpha) * next_log_prob[:, None])
+    """``soft_target`` with each atom ``z`` of the truncated pool of the target critics'
+    quantiles at ``(s', a')`` as a value: ``[B, N * (K - d)]``."""
+    static, drop = state.static, state.config.algorithm_options.drop_quantiles
+    return soft_target(state, batch, key, lambda next_action, k: truncate(
+        apply_quantile_critics(static, state.target_critic, batch.next_obs, next_action, k),
+        drop))
 
 
 def quantile_huber(z: torch.Tensor, atoms: torch.Tensor) -> torch.Tensor:
@@ -72,22 +67,21 @@ def quantile_huber(z: torch.Tensor, atoms: torch.Tensor) -> torch.Tensor:
     return ((tau[:, None] - (u < 0).to(z.dtype)).abs() * huber).mean((-2, -1))
 
 
-def quantile_critic_loss(critic: Params, static: Static, obs: torch.Tensor,
-                         action: torch.Tensor, target_q: torch.Tensor, key: torch.Tensor,
-                         weight: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
+def quantile_critic_loss(critic: Params, state: SACState, batch: Batch, target: torch.Tensor,
+                         key: torch.Tensor) -> Tuple[torch.Tensor, CriticOut]:
     """``mean_B weight * quantile_huber(Z_i, target)`` summed over the N critics, for the
-    target atoms ``target_q [B, M]``; returns ``(loss, CriticOut(Q [N, B], target [B]))``, Q
+    target atoms ``target [B, M]``; returns ``(loss, CriticOut(Q [N, B], target [B]))``, Q
     the mean of each critic's quantiles and target the mean of the atoms."""
-    z = apply_quantile_critics(static, critic, obs, action, key)
-    loss = (weight * quantile_huber(z, target_q)).mean(-1).sum(0)
-    return loss, CriticOut(z.mean(-1), target_q.mean(-1))
+    z = apply_quantile_critics(state.static, critic, batch.obs, batch.action, key)
+    loss = (batch.weight * quantile_huber(z, target)).mean(-1).sum(0)
+    return loss, CriticOut(z.mean(-1), target.mean(-1))
 
 
-def quantile_actor_loss(actor: Params, critic: Params, static: Static, obs: torch.Tensor,
-                        alpha: torch.Tensor, key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
+def quantile_actor_loss(actor: Params, state: SACState, batch: Batch,
+                        key: torch.Tensor) -> Tuple[torch.Tensor, ActorOut]:
     """``funcsac.losses.policy_loss`` with Q the mean of all N critics' K quantiles."""
-    return policy_loss(actor, static, obs, alpha, key, lambda a, k: apply_quantile_critics(
-        static, critic, obs, a, k).mean((0, 2)))
+    return policy_loss(actor, state, batch.obs, key, lambda a, k: apply_quantile_critics(
+        state.static, state.critic, batch.obs, a, k).mean((0, 2)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,7 @@ import torch
 from ...registry import POLICIES, algorithm_of, variant_of
 from ...state import SACConfig, SACState, init_state
 from ...compile.stored import artifact_path, compile_stored, kernel_threads
-from ...updates import update, update_with_aux
+from ...updates import make_critic_update, update, update_with_aux
 from ...utd import make_update_many
 from .agents import agent_specs, split_keys, stack, vmap_agents, with_overrides
 from ..replay.buffer import ReplayBuffer, row_shapes
@@ -54,14 +54,13 @@ def step_functions(config: TrainConfig, num_agents: int) -> Dict[str, Callable]:
     replay), by their names in the compile store: the update first, then, with ``policy_delay``
     > 1 at one gradient step a call, its critic half (``critic_update``) for the steps whose
     actor is not due."""
-    k = config.utd * config.num_envs
-    one = update_with_aux if config.prioritized else update
-    tail = f"{'-aux' if config.prioritized else ''}-agents{num_agents}"
+    k, aux = config.utd * config.num_envs, config.prioritized
+    tail = f"{'-aux' if aux else ''}-agents{num_agents}"
     if k > 1:
-        return {f"update_many{tail}": vmap_agents(make_update_many(one), num_agents)}
-    fns = {f"update{tail}": vmap_agents(one, num_agents)}
+        return {f"update_many{tail}": vmap_agents(make_update_many(with_aux=aux), num_agents)}
+    fns = {f"update{tail}": vmap_agents(update_with_aux if aux else update, num_agents)}
     if config.policy_delay > 1:
-        fns[f"update-critic{tail}"] = vmap_agents(one.critic_update, num_agents)
+        fns[f"update-critic{tail}"] = vmap_agents(make_critic_update(with_aux=aux), num_agents)
     return fns
 
 
