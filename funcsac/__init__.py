@@ -4,7 +4,7 @@ from .platform import blas
 if blas.requested():  # the funcsac command, or an opt-in: MKL's kernels, before torch loads
     blas.prepare()
 
-from . import encoders, hyperspherical, keys, registry, unit_norm
+from . import encoders, keys, registry
 from .acting import act
 from .batch import Batch, check_batch, map_obs
 from .compile import compile_stored, compile_update
@@ -22,12 +22,12 @@ from .registry import ALGORITHMS_BY_POLICY, Algorithm, losses_for, register
 from .steps import actor_step, critic_step, prepare, temperature_step
 from .updates import (METRIC_NAMES, critic_update, make_critic_update, make_update, sac_update,
                       soft_update, update, update_with_aux)
-from .algorithms import crossq, discrete, sac, tqc
+from . import variants
 
 ALGORITHMS = ALGORITHMS_BY_POLICY["tanh_gaussian"]  # the tanh-Gaussian policy's, by name
 
 __all__ = [
-    "encoders", "hyperspherical", "unit_norm", "keys", "presets", "registry", "act", "Batch",
+    "encoders", "keys", "presets", "registry", "variants", "act", "Batch",
     "check_batch", "map_obs",
     "compile_update", "compile_stored", "SACConfig", "actor_loss", "critic_loss",
     "temperature_loss", "ActorOut",
@@ -39,8 +39,8 @@ __all__ = [
     "reset_params", "make_update_many", "update_many", "ALGORITHMS", "ALGORITHMS_BY_POLICY",
     "losses_for", "METRIC_NAMES", "Losses", "make_update", "soft_update", "td_target",
     "soft_target", "critic_step", "actor_step", "temperature_step", "prepare", "sac_update",
-    "critic_update", "make_critic_update", "update", "update_with_aux", "crossq", "discrete",
-    "sac", "tqc", "train", "TrainConfig", "load", "Agent", "Report",
+    "critic_update", "make_critic_update", "update", "update_with_aux", "train", "TrainConfig",
+    "load", "Agent", "Report",
 ]
 
 

@@ -1,5 +1,6 @@
-"""The architectures ``SACConfig.network`` names, each registered with its options: ``"mlp"``
-(``MLPOptions``), ``"simba"`` and ``"bronet"`` (residual networks, no options)."""
+"""The default architecture ``SACConfig.network`` names, ``"mlp"`` (``MLPOptions``), the weight
+initialisations the networks share, and ``build_network``; the variants' own networks live in
+their folders (``funcsac/variants``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +10,7 @@ from torch import nn
 
 from . import registry
 from .batch_renorm import BatchRenorm
-from .layers import KeyedDropout, Residual
+from .layers import KeyedDropout
 from .registry import Network, is_real, register, setting
 
 
@@ -69,32 +70,6 @@ WEIGHT_INITS = {"torch": lambda layer: layer,
 _TRUNCATED_NORMAL_STD = 0.87962566103423978  # of a standard normal truncated to [-2, 2]
 
 
-def simba(in_dim: int, out_dim: int, hidden_sizes, expansion: int = 4) -> nn.Sequential:
-    """SimBa (Lee et al. 2024): a linear embedding to the width ``w = hidden_sizes[0]``, one
-    residual block ``x + Linear(ReLU(Linear(LayerNorm(x))))`` per entry of ``hidden_sizes`` (an
-    inverted bottleneck of inner width ``expansion * w``), a final LayerNorm and a linear head.
-    Initialised as SonyResearch/simba's ``scale_rl/networks``: the embedding and the head
-    orthogonal (gain 1), the blocks' layers He-normal, every bias zero."""
-    w = hidden_sizes[0]
-    blocks = [Residual(nn.LayerNorm(w), he_normal(nn.Linear(w, expansion * w)), nn.ReLU(),
-                       he_normal(nn.Linear(expansion * w, w))) for _ in hidden_sizes]
-    return nn.Sequential(orthogonal(nn.Linear(in_dim, w)), *blocks, nn.LayerNorm(w),
-                         orthogonal(nn.Linear(w, out_dim)))
-
-
-def bronet(in_dim: int, out_dim: int, hidden_sizes) -> nn.Sequential:
-    """BroNet (Nauman et al. 2024): Linear, LayerNorm and ReLU to the width
-    ``w = hidden_sizes[0]``, one residual block ``x + LN(Linear(ReLU(LN(Linear(x)))))`` per entry
-    of ``hidden_sizes``, and a linear head. Initialised as naumix/BiggerRegularizedOptimistic's
-    ``jaxrl/networks/common.py``: every weight orthogonal of gain sqrt(2) (``default_init``), every
-    bias zero (there the actor's log-std head alone has gain 1; here it shares the head's)."""
-    w, gain = hidden_sizes[0], math.sqrt(2.0)
-    blocks = [Residual(orthogonal(nn.Linear(w, w), gain), nn.LayerNorm(w), nn.ReLU(),
-                       orthogonal(nn.Linear(w, w), gain), nn.LayerNorm(w)) for _ in hidden_sizes]
-    return nn.Sequential(orthogonal(nn.Linear(in_dim, w), gain), nn.LayerNorm(w), nn.ReLU(),
-                         *blocks, orthogonal(nn.Linear(w, out_dim), gain))
-
-
 @dataclasses.dataclass(frozen=True)
 class MLPOptions:
     """The ``"mlp"`` network's options (``SACConfig.network_options``)."""
@@ -139,6 +114,13 @@ def _build_mlp(in_dim: int, out_dim: int, hidden_sizes, options: MLPOptions,
     return net
 
 
+def residual(build):
+    """A residual network's ``Network.build`` from ``build(in_dim, out_dim, hidden_sizes)``: no
+    options, the same module for both parts."""
+    return lambda in_dim, out_dim, hidden_sizes, options, part: build(in_dim, out_dim,
+                                                                      hidden_sizes)
+
+
 def equal_widths(config) -> None:
     """``ValueError`` unless a residual network's sizes are one width repeated (one block per
     entry)."""
@@ -150,19 +132,9 @@ def equal_widths(config) -> None:
                              f"entry), got {sizes!r}")
 
 
-def _residual(build):
-    """A residual network's ``Network.build``: no options, the same module for both parts."""
-    return lambda in_dim, out_dim, hidden_sizes, options, part: build(in_dim, out_dim,
-                                                                      hidden_sizes)
-
-
 NETWORKS = registry.NETWORKS  # the architectures ``SACConfig.network`` names
 register(Network("mlp", _build_mlp, MLPOptions, help="ReLU MLPs, one hidden layer per entry of "
                  "hidden_sizes"))
-register(Network("simba", _residual(simba), help="SimBa's residual blocks (Lee et al. 2024)",
-                 check=equal_widths))
-register(Network("bronet", _residual(bronet), help="BRO's residual blocks (Nauman et al. 2024)",
-                 check=equal_widths))
 
 
 def build_network(config, part: str, in_dim: int, out_dim: int) -> nn.Module:

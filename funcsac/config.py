@@ -55,7 +55,7 @@ class SACConfig:
     log-std); ``critic_factory(input_dim, act_dim, hidden_sizes)`` one mapping the
     concatenation ``[B, input_dim + act_dim]`` to ``[B, critic_outputs]`` (1, or what the algorithm
     says: ``funcsac.registry.Algorithm.critic_outputs``); a policy family may define its
-    networks otherwise (``funcsac.algorithms.discrete``). ``None`` means the default networks; a
+    networks otherwise (``funcsac.variants.discrete``). ``None`` means the default networks; a
     custom critic may use ``funcsac.networks.KeyedDropout``, whose masks ``update`` draws from
     the state's key.
 

@@ -1,7 +1,8 @@
-"""The registry: each algorithm (the losses ``update`` trains with), network, image encoder and
-policy family, by name, with the options each owns. It imports nothing from funcsac, so every
-module may read it; a variant's module registers itself on import (``funcsac/algorithms/``,
-``architectures``, ``encoders``), and a variant defined outside funcsac does the same.
+"""The registry: each algorithm (the losses and the order of the steps ``update`` trains with),
+network, image encoder, policy family and preset, by name, with the options each owns. It
+imports nothing from funcsac, so every module may read it; a variant registers itself on import
+(its folder in ``funcsac/variants/``; the default network and encoder in ``architectures`` and
+``encoders``), and a variant defined outside funcsac does the same.
 
 Options: a variant's settings are a frozen dataclass of its own (``Algorithm.options``,
 ``Network.options``, ``Encoder.options``), whose fields are made with ``setting`` (a default and
@@ -149,6 +150,27 @@ POLICIES: Dict[str, Any] = {}
 # network name -> Network; encoder name -> Encoder
 NETWORKS: Dict[str, Network] = {}
 ENCODERS: Dict[str, Encoder] = {}
+
+
+# preset name -> its settings by flat name (SACConfig's fields, the variants' options and the
+# driver's run settings); preset name -> setting -> (value by task, the value on any other task,
+# its source); the presets that need offline data, which a preset cannot carry
+PRESETS: Dict[str, dict] = {}
+PER_TASK: Dict[str, Dict[str, tuple]] = {}
+NEEDS_OFFLINE_DATA: set = set()
+
+
+def register_preset(name: str, settings: dict, per_task: Optional[Dict[str, tuple]] = None,
+                    needs_offline_data: bool = False) -> None:
+    """Make ``settings`` available as the preset ``name`` (``funcsac train --preset NAME``);
+    ``per_task`` maps a setting to ``(value by task, value on any other task, source)``, the
+    values a reference sets per task; ``needs_offline_data``: the preset is refused without
+    ``--offline-data``."""
+    PRESETS[name] = dict(settings)
+    if per_task:
+        PER_TASK[name] = dict(per_task)
+    if needs_offline_data:
+        NEEDS_OFFLINE_DATA.add(name)
 
 
 def register_policy(name: str, family) -> None:

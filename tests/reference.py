@@ -11,6 +11,9 @@ from torch.distributions import Normal, TanhTransform
 
 import funcsac
 from funcsac import keys
+from funcsac.variants.bro.network import bronet
+from funcsac.variants.simba.network import simba
+from funcsac.variants.simbav2.network import SimbaV2Net
 from helpers import reordered
 
 
@@ -335,12 +338,12 @@ class ReferenceSimbaV2(ReferenceCategorical):
 
     def network(self, in_dim, out_dim, hidden):
         o = self.cfg.network_options
-        return funcsac.hyperspherical.SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden),
+        return SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden),
                                                  o.actor_heads, o.c_shift, o.scalers)
 
     def critic_network(self, in_dim, out_dim, hidden):
         o = self.cfg.network_options
-        return funcsac.hyperspherical.SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden), 1,
+        return SimbaV2Net(in_dim, out_dim, hidden[0], len(hidden), 1,
                                                  o.c_shift, o.scalers)
 
     @staticmethod
@@ -396,7 +399,7 @@ class ReferenceBRO(ReferenceTQC):
                                                 eps=cfg.adam_eps) for n, p in self.adjust.items()}
 
     def network(self, in_dim, out_dim, hidden):
-        return funcsac.architectures.bronet(in_dim, out_dim, hidden)
+        return bronet(in_dim, out_dim, hidden)
 
     def value(self, name):
         """An adjustment's value: exp of its parameter squashed into [LOG_MIN, LOG_MAX]."""
@@ -522,7 +525,7 @@ class ReferenceSimba(ReferenceSAC):
     alpha log pi')``), then the targets' average."""
 
     def network(self, in_dim, out_dim, hidden):
-        return funcsac.architectures.simba(in_dim, out_dim, hidden)
+        return simba(in_dim, out_dim, hidden)
 
     def q_min(self, critics, obs, a):
         return self.q_values(critics, torch.cat([obs, a], -1), None).min(0).values

@@ -1,4 +1,4 @@
-"""BRO (funcsac/algorithms/bro.py) against the float64 implementation in reference.py written
+"""BRO (funcsac/variants/bro) against the float64 implementation in reference.py written
 as BRO's code writes it; its optimistic actor acting, compiled, vmapped, validated, reset,
 trained and resumed by the driver, and learning Pendulum."""
 import json
@@ -9,7 +9,7 @@ import torch
 
 import funcsac
 from funcsac import keys
-from funcsac.algorithms import bro
+from funcsac.variants.bro import algorithm as bro
 from funcsac.driver.cli import main
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      assert_vmap_equals_loop, crash_then_resume, make_batch, reordered,

@@ -1,4 +1,4 @@
-"""Categorical critics (funcsac.algorithms.categorical_q) against SimbaV2's projection written
+"""Categorical critics (funcsac.variants.categorical_q) against SimbaV2's projection written
 with one-hot masks in reference.py, step by step in float64; the projection's properties;
 compiled, vmapped, validated."""
 import optree
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.algorithms.categorical_q import project
+from funcsac.variants.categorical_q.algorithm import project
 from helpers import BACKENDS, assert_compiled_equals_eager, make_batch, reordered, small_config
 from reference import ReferenceCategorical, check_steps
 

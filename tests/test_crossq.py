@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import funcsac
 from funcsac.batch_renorm import BatchRenorm, batch_renorm
-from funcsac.algorithms.crossq import crossq_critic_loss, crossq_target
+from funcsac.variants.crossq.algorithm import crossq_critic_loss, crossq_target
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      assert_vmap_equals_loop, crash_then_resume, eval_rows, make_batch, reordered)
 from reference import ReferenceCrossQ, assert_params_match, step_both

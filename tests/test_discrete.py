@@ -11,6 +11,7 @@ from torch import nn
 import funcsac
 from funcsac import keys
 from funcsac.driver.envs.spec import check_spaces, scale_action
+from funcsac.variants.discrete import algorithm as discrete
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      assert_vmap_equals_loop, crash_then_resume, eval_rows, reordered)
 
@@ -122,11 +123,11 @@ def test_sampled_actions_follow_the_policy_and_random_ones_are_uniform():
     cfg = discrete_config(dtype=torch.float64)
     state = funcsac.init_state(cfg, seed=0)
     obs = torch.randn(1, cfg.obs_dim, dtype=torch.float64).expand(60_000, -1)
-    probs = torch.softmax(funcsac.discrete.apply_logits(state.static.actor, state.actor,
+    probs = torch.softmax(discrete.apply_logits(state.static.actor, state.actor,
                                                         obs[:1]), -1)[0]
     for sample, expected in (
             (funcsac.act(state, obs, deterministic=False, key=keys.make_key(1)), probs),
-            (funcsac.discrete.Categorical().random_action(
+            (discrete.Categorical().random_action(
                 keys.normal(keys.make_key(2), (60_000, N_ACTIONS), torch.float64)),
              torch.full((N_ACTIONS,), 1.0 / N_ACTIONS, dtype=torch.float64))):
         assert sample.shape == (60_000, 1) and sample.dtype == torch.float64

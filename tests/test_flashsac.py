@@ -1,4 +1,4 @@
-"""FlashSAC (funcsac.unit_norm, funcsac.algorithms.flashsac, plain batch normalisation, the
+"""FlashSAC (funcsac.variants.flashsac, plain batch normalisation, the
 cosine decay, held exploration noise): the network and its normalisation against FlashSAC's
 layers as reference.py writes them, the update against reference.py's port step by step in
 float64, compiled against eager, vmapped against looped, the preset as FlashSAC's configs set
@@ -15,7 +15,7 @@ from funcsac import keys
 from funcsac.batch_renorm import BatchNorm, batch_renorm
 from funcsac.noise import held_noise, hold_lengths
 from funcsac.optim import decayed_lr
-from funcsac.unit_norm import FlashSACOptions, flashsac, normalize_parameters
+from funcsac.variants.flashsac.network import FlashSACOptions, flashsac, normalize_parameters
 from helpers import (BACKENDS, assert_compiled_equals_eager, assert_preset_resumes_exactly,
                      assert_vmap_equals_loop, make_batch, reordered, small_config)
 from reference import RefFlashNet, ReferenceFlashSAC, check_steps

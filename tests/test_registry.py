@@ -79,12 +79,25 @@ def test_the_core_imports_form_no_circle_and_none_hides_in_a_function():
             visit(module, [])
 
 
-def test_the_base_code_names_no_variant():
-    """Only a variant's own module, the presets and the environment's mapping to a policy
-    family say a variant's name."""
-    names = {"tqc": "algorithms/tqc.py", "crossq": "algorithms/crossq.py",
-             "categorical": "algorithms/discrete.py"}
-    allowed = {"driver/presets.py", "driver/envs/spec.py"}
+# each variant's names (its algorithm's, networks', policy family's, presets') by its folder in
+# funcsac/variants; "sac" is the default algorithm's and "drq" the default image encoder's too
+VARIANT_NAMES = {"tqc": "tqc", "crossq": "crossq", "categorical_q": "categorical_q",
+                 "simba": "simba", "simbav2": "simbav2", "simbav2-utd1": "simbav2",
+                 "flashsac": "flashsac", "bro": "bro", "bronet": "bro", "categorical": "discrete",
+                 "redq": "redq", "droq": "droq", "rlpd": "rlpd"}
+
+
+def _folder(rel: str):
+    """The variant folder a package file lies in (``None`` outside funcsac/variants)."""
+    parts = Path(rel).parts
+    return parts[1] if parts[0] == "variants" and len(parts) > 2 else None
+
+
+def test_every_variant_is_one_folder_that_names_itself():
+    """A variant's names are said only in its folder (and the environment's mapping of action
+    spaces to a policy family): the base code names none, nor does another variant."""
+    assert set(VARIANT_NAMES.values()) | {"sac", "drq"} == {
+        p.name for p in (PACKAGE / "variants").iterdir() if (p / "__init__.py").exists()}
     found = []
     for path in PACKAGE.rglob("*.py"):
         rel = str(path.relative_to(PACKAGE))
@@ -93,16 +106,17 @@ def test_the_base_code_names_no_variant():
                     and [getattr(t, "id", None) for t in node.targets] == ["__all__"]
                     for c in ast.walk(node.value)}  # module names in __all__ are not settings
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and node.value in names and id(node) not in exported:
-                if rel not in allowed and rel != names[node.value]:
-                    found.append(f"{rel}:{node.lineno}: {node.value!r}")
+            said = node.value if isinstance(node, ast.Constant) else None
+            if said in VARIANT_NAMES and id(node) not in exported:
+                if _folder(rel) != VARIANT_NAMES[said] and rel != "driver/envs/spec.py":
+                    found.append(f"{rel}:{node.lineno}: {said!r}")
     assert not found
 
 
 def test_the_base_code_names_no_variants_option():
-    """A variant's options are named only in the modules of the variants that have them and the
-    presets: no other module reads, sets or checks them (they reach the command line and config
-    files through the registry)."""
+    """A variant's options are named only in the modules of the variants that have them and in
+    the presets (``variants/*/presets.py``): no other module reads, sets or checks them (they
+    reach the command line and config files through the registry)."""
     owners = {}
     for _, variant in funcsac.registry.variants():
         if variant.options is not None:
@@ -117,7 +131,8 @@ def test_the_base_code_names_no_variants_option():
             said = (node.value if isinstance(node, ast.Constant) else
                     node.attr if isinstance(node, ast.Attribute) else
                     node.arg if isinstance(node, ast.keyword) else None)
-            if said in owners and rel not in owners[said] | {"driver/presets.py"}:
+            if said in owners and rel not in owners[said] and not (
+                    _folder(rel) and Path(rel).name == "presets.py"):
                 found.append(f"{rel}:{node.lineno}: {said!r}")
     assert not found
 

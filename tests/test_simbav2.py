@@ -1,4 +1,4 @@
-"""SimbaV2 (funcsac.hyperspherical, funcsac.algorithms.simbav2, the reward bound and the learning
+"""SimbaV2 (funcsac.variants.simbav2, the reward bound and the learning
 rates' decay): the network against a port of SimbaV2's flax layers written op for op, the update
 against reference.py's port of its update step by step in float64, compiled against eager,
 vmapped against looped, the preset as its config files set it, bad settings refused."""
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.hyperspherical import SimbaV2Net, project_weights
+from funcsac.variants.simbav2.network import SimbaV2Net, project_weights
 from funcsac.normalize import observe, scale_reward
 from funcsac.optim import decayed_lr
 from helpers import (BACKENDS, assert_compiled_equals_eager, assert_preset_resumes_exactly,

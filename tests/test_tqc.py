@@ -1,5 +1,5 @@
-"""TQC (funcsac.tqc) against the loop-by-loop float64 implementation in reference.py; compiled,
-vmapped, validated, trained by the driver, learning Pendulum."""
+"""TQC (funcsac.variants.tqc) against the loop-by-loop float64 implementation in reference.py;
+compiled, vmapped, validated, trained by the driver, learning Pendulum."""
 import json
 
 import optree
@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import funcsac
-from funcsac import keys, tqc
+from funcsac import keys
+from funcsac.variants.tqc import algorithm as tqc
 from funcsac.driver.cli import main
 from helpers import (BACKENDS, TINY, assert_compiled_equals_eager, assert_states_equal,
                      crash_then_resume, make_batch, small_config,

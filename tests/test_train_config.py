@@ -68,7 +68,8 @@ def test_options_go_flat_into_the_run_config_and_nested_into_the_agents():
     assert {k: config.options[k] for k in ("num_quantiles", "drop_quantiles")} == {
         "num_quantiles": 10, "drop_quantiles": 2}
     sac = config.sac_config(17, 6)
-    assert sac.algorithm_options == funcsac.tqc.TQCOptions(num_quantiles=10, drop_quantiles=2)
+    options = funcsac.variants.tqc.algorithm.TQCOptions(num_quantiles=10, drop_quantiles=2)
+    assert sac.algorithm_options == options
     flat = json.loads(json.dumps(config.to_dict()))
     assert flat["num_quantiles"] == 10 and "options" not in flat
     assert TrainConfig.from_dict(flat) == config

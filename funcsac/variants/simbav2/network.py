@@ -30,9 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .architectures import equal_widths
-from .networks import Params, linear_of
-from .registry import POLICIES, Network, is_int, is_real, register, setting
+from ...architectures import equal_widths
+from ...networks import Params, linear_of
+from ...registry import POLICIES, Network, is_int, is_real, register, setting
 
 EPS = 1e-8  # the smallest norm a vector is divided by
 EXPANSION = 4  # a block's inner width over its width

@@ -15,13 +15,13 @@ from typing import Dict, Tuple
 
 import torch
 
-from .. import keys
-from ..batch import Batch
-from ..losses import (CriticOut, Losses, bootstrap, next_policy, reduce_critics,
+from ... import keys
+from ...batch import Batch
+from ...losses import (CriticOut, Losses, bootstrap, next_policy, reduce_critics,
                       target_subset)
-from ..networks import Params, apply_critics_training
-from ..registry import Algorithm, register
-from ..state import SACState
+from ...networks import Params, apply_critics_training
+from ...registry import Algorithm, register
+from ...state import SACState
 
 
 def crossq_target(state: SACState, batch: Batch, key: torch.Tensor) -> Dict[str, torch.Tensor]:

@@ -7,11 +7,11 @@ options: 101 bins on ``[-5, 5]``). The ``simbav2`` preset adds SimbaV2's network
 """
 from __future__ import annotations
 
-from ..losses import Losses, alpha_temperature_loss
-from ..registry import Algorithm, register
-from .simba import actor_first_update
-from .categorical_q import (CategoricalOptions, categorical_actor_loss, categorical_critic_loss,
-                            categorical_target, num_bins)
+from ...losses import Losses, alpha_temperature_loss
+from ...registry import Algorithm, register
+from ..simba.algorithm import actor_first_update
+from ..categorical_q.algorithm import (CategoricalOptions, categorical_actor_loss,
+                                       categorical_critic_loss, categorical_target, num_bins)
 
 SIMBAV2 = register(Algorithm(
     "simbav2", Losses(critic=categorical_critic_loss, actor=categorical_actor_loss,

@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .architectures import equal_widths
-from .batch_renorm import BatchNorm
-from .layers import Residual
-from .networks import Params
-from .registry import Network, register, setting
+from ...architectures import equal_widths
+from ...batch_renorm import BatchNorm
+from ...layers import Residual
+from ...networks import Params
+from ...registry import Network, register, setting
 
 EPS = 1e-8  # added to a squared norm before it divides, as FlashSAC
 EXPANSION = 4  # a block's inner width over its width

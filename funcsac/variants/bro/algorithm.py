@@ -33,19 +33,19 @@ from typing import Dict, Tuple
 import torch
 from torch import nn
 
-from .. import keys
-from ..architectures import build_network
-from ..batch import Batch
-from ..grads import grad_and_value
-from ..losses import ActorOut, CriticOut, Losses, alpha_temperature_loss, policy_loss, soft_target
-from ..networks import Params, apply_network, decay_mask, module_params
-from ..policy import actor_gaussian
-from ..optim import adam_init, adam_update
-from ..registry import Algorithm, is_real, register, setting
-from ..state import SACState, Static, trainable
-from ..steps import actor_view
-from ..updates import sac_update, when_due
-from .tqc import (apply_quantile_critics, check_num_quantiles, quantile_critic_loss,
+from ... import keys
+from ...architectures import build_network
+from ...batch import Batch
+from ...grads import grad_and_value
+from ...losses import ActorOut, CriticOut, Losses, alpha_temperature_loss, policy_loss, soft_target
+from ...networks import Params, apply_network, decay_mask, module_params
+from ...policy import actor_gaussian
+from ...optim import adam_init, adam_update
+from ...registry import Algorithm, is_real, register, setting
+from ...state import SACState, Static, trainable
+from ...steps import actor_view
+from ...updates import sac_update, when_due
+from ..tqc.algorithm import (apply_quantile_critics, check_num_quantiles, quantile_critic_loss,
                   quantile_outputs)
 
 LOG_RANGE = (-10.0, 7.5)  # the adjustments' log-values lie here (temperature.py's Adjustment)

@@ -19,11 +19,11 @@ from typing import Tuple
 
 import torch
 
-from ..batch import Batch
-from ..losses import ActorOut, CriticOut, Losses, policy_loss, soft_target
-from ..networks import Params, apply_critics
-from ..registry import Algorithm, is_int, register, setting
-from ..state import SACState, Static
+from ...batch import Batch
+from ...losses import ActorOut, CriticOut, Losses, policy_loss, soft_target
+from ...networks import Params, apply_critics
+from ...registry import Algorithm, is_int, register, setting
+from ...state import SACState, Static
 
 
 def apply_quantile_critics(static: Static, critic: Params, obs: torch.Tensor,

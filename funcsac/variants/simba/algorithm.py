@@ -10,12 +10,12 @@ from typing import Tuple
 
 import torch
 
-from ..batch import Batch
-from ..losses import CriticOut, Losses, alpha_temperature_loss, critic_loss
-from ..registry import Algorithm, register
-from ..state import SACState
-from ..steps import Metrics, step_keys, steps_for, temperature_step
-from ..updates import when_due
+from ...batch import Batch
+from ...losses import CriticOut, Losses, alpha_temperature_loss, critic_loss
+from ...registry import Algorithm, register
+from ...state import SACState
+from ...steps import Metrics, step_keys, steps_for, temperature_step
+from ...updates import when_due
 
 
 def actor_first_update(state: SACState, batch: Batch, losses: Losses

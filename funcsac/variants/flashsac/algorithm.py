@@ -21,16 +21,16 @@ from typing import Dict, Tuple
 
 import torch
 
-from .. import keys
-from ..batch import Batch
-from ..losses import (ActorOut, CriticOut, Losses, alpha_temperature_loss, next_policy,
+from ... import keys
+from ...batch import Batch
+from ...losses import (ActorOut, CriticOut, Losses, alpha_temperature_loss, next_policy,
                       reduce_critics, sample_action, target_subset)
-from ..networks import Params, apply_critics_training
-from ..registry import Algorithm, register
-from ..state import SACState, Static
-from .categorical_q import (CategoricalOptions, apply_log_probs, expected_values, log_probs_of,
-                            num_bins, projected_target, support)
-from .simba import actor_first_update
+from ...networks import Params, apply_critics_training
+from ...registry import Algorithm, register
+from ...state import SACState, Static
+from ..categorical_q.algorithm import (CategoricalOptions, apply_log_probs, expected_values,
+                                       log_probs_of, num_bins, projected_target, support)
+from ..simba.algorithm import actor_first_update
 
 
 def joint_pass(static: Static, critic: Params, batch: Batch, next_action: torch.Tensor,

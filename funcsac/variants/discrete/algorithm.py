@@ -13,13 +13,13 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
-from .. import keys
-from ..batch import Batch
-from ..losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
-from ..networks import Params, apply_network, dropout_key_names, map_critics, with_dropout_keys
-from ..policy import PolicyFamily
-from ..registry import Algorithm, register, register_policy
-from ..state import SACState
+from ... import keys
+from ...batch import Batch
+from ...losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
+from ...networks import Params, apply_network, dropout_key_names, map_critics, with_dropout_keys
+from ...policy import PolicyFamily
+from ...registry import Algorithm, register, register_policy
+from ...state import SACState
 
 
 def apply_logits(template: nn.Module, params: Params, obs: torch.Tensor) -> torch.Tensor:

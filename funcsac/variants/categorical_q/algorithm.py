@@ -24,13 +24,13 @@ from typing import Tuple
 
 import torch
 
-from .. import keys
-from ..batch import Batch
-from ..losses import (ActorOut, CriticOut, Losses, bootstrap, next_policy, policy_loss,
+from ... import keys
+from ...batch import Batch
+from ...losses import (ActorOut, CriticOut, Losses, bootstrap, next_policy, policy_loss,
                       reduce_critics, target_subset)
-from ..networks import Params, apply_critics
-from ..registry import Algorithm, is_int, is_real, register, setting
-from ..state import SACState, Static
+from ...networks import Params, apply_critics
+from ...registry import Algorithm, is_int, is_real, register, setting
+from ...state import SACState, Static
 
 
 def num_bins(config) -> int:
