@@ -11,7 +11,8 @@ from torch import nn
 import funcsac
 from funcsac.driver.cli import _train_config, build_parser
 from funcsac.config import SACConfig
-from funcsac.driver.config import AGENT_FIELDS, TrainConfig, help_text, settings
+from funcsac.driver.config import (AGENT_FIELDS, TrainConfig, help_text, load_config_file,
+                                   settings)
 from funcsac.registry import NETWORKS, Network, register, setting
 
 
@@ -73,8 +74,20 @@ def test_options_go_flat_into_the_run_config_and_nested_into_the_agents():
     flat = json.loads(json.dumps(config.to_dict()))
     assert flat["num_quantiles"] == 10 and "options" not in flat
     assert TrainConfig.from_dict(flat) == config
-    with pytest.raises(ValueError, match="unknown config keys \\['num_quantile'\\]"):
+    with pytest.raises(ValueError, match="unknown config keys \\['num_quantile'\\]; did you "
+                                         "mean 'num_quantiles' for 'num_quantile'"):
         TrainConfig(num_quantile=10)
+
+
+def test_a_misspelled_key_is_told_its_nearest_and_not_every_key(tmp_path):
+    """A config file (and a TrainConfig keyword) with a typo names the setting it was near,
+    not the hundred-odd settings there are."""
+    path = tmp_path / "run.toml"
+    path.write_text('env_id = "Pendulum-v1"\ncritic_lrr = 0.001\n')
+    with pytest.raises(ValueError) as raised:
+        TrainConfig(**load_config_file(path))
+    said = str(raised.value)
+    assert "did you mean 'critic_lr' for 'critic_lrr'?" in said and "batch_size" not in said
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,6 +4,7 @@ name; each with its default and its help, from which the command line's flags ar
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import tomllib
 import typing
@@ -173,6 +174,14 @@ class RunSettings:
         "W&B mode: online, or offline (synced later with `wandb sync`)")
 
 
+def nearest_keys(unknown, known) -> str:
+    """``"; did you mean ..."`` naming the known key nearest each unknown one that has a near one
+    (``difflib``'s ratio at least 0.6), else ``""``."""
+    near = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
+    said = [f"{m[0]!r} for {k!r}" for k, m in near.items() if m]
+    return f"; did you mean {', '.join(said)}?" if said else ""
+
+
 def _fields_of(cls, names=None) -> list:
     """``(name, type, field)`` of a dataclass's fields (those in ``names``, if given), as
     ``dataclasses.make_dataclass`` takes them: the same defaults, help and resolved types."""
@@ -191,8 +200,9 @@ class _TrainConfigMethods:
         known = registry.option_fields()
         unknown = sorted(set(settings) - set(fields) - set(known))
         if unknown:
-            raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(fields)}, and "
-                             f"the options {sorted(known)}")
+            raise ValueError(f"unknown config keys {unknown}"
+                             f"{nearest_keys(unknown, [*fields, *known])}; `funcsac train "
+                             "--help` lists every setting")
         for name, default in fields.items():
             object.__setattr__(self, name, settings.get(name, default))
         given = {**(options or {}), **{k: v for k, v in settings.items() if k in known}}
