@@ -2,11 +2,12 @@
 experiment, labels that tell the experiments apart, glob patterns."""
 import json
 
+import matplotlib.axes
 import numpy as np
 import pytest
 
 from funcsac.driver.cli import main
-from funcsac.driver.tools.plot import read_curves, run_dirs_of
+from funcsac.driver.tools.plot import plot_runs, read_curves, run_dirs_of
 
 
 def _run(path, settings, rows, sweep=None):
@@ -33,12 +34,12 @@ def test_seeds_of_separate_runs_are_one_experiment(tmp_path):
              [(100, 1, -500, 4)])
     curves = read_curves([a, b, c])
     assert set(curves) == {"algorithm=sac", "algorithm=crossq"}
-    steps, mean, spread, seeds = curves["algorithm=sac"]
-    assert steps == [100, 200] and seeds == 2
+    steps, mean, spread, seeds, runs = curves["algorithm=sac"]
+    assert steps == [100, 200] and seeds == 2 and runs == 2
     np.testing.assert_allclose(mean, [-800, -200])
     np.testing.assert_allclose(spread, [100, 100])  # the seeds' std, not the episodes'
     # one seed: its episodes' std
-    assert curves["algorithm=crossq"] == ([100], [-500.0], [4.0], 1)
+    assert curves["algorithm=crossq"] == ([100], [-500.0], [4.0], 1, 1)
     # one experiment alone: no label
     assert set(read_curves([a, b])) == {""} and set(read_curves(a)) == {""}
 
@@ -48,9 +49,26 @@ def test_a_run_of_several_seeds_pools_with_a_run_of_one(tmp_path):
                     [(100, 1, -10, 1), (100, 2, -20, 1)])
     alone = _run(tmp_path / "alone", {"seed": 3}, [(100, 3, -30, 1)])
     (alone / "eval.csv").write_text("step,return_mean,return_std\n100,-30,1\n")  # one agent's
-    (steps, mean, spread, seeds), = read_curves([together, alone]).values()
+    (steps, mean, spread, seeds, _), = read_curves([together, alone]).values()
     assert seeds == 3 and mean == [-20.0]
     np.testing.assert_allclose(spread, [np.std([-10, -20, -30])])
+
+
+def test_two_runs_of_one_seed_count_one_seed(tmp_path):
+    """The same seed run twice is one seed: counted once, its runs averaged into it (not two
+    samples of the spread), and the plot's label says so."""
+    a = _run(tmp_path / "first", {"seed": 1}, [(100, 1, -100, 3)])
+    b = _run(tmp_path / "again", {"seed": 1}, [(100, 1, -200, 5)])
+    (b / "eval.csv").write_text("step,return_mean,return_std\n100,-200,5\n")  # one agent's
+    curve, = read_curves([a, b]).values()
+    assert (curve.seeds, curve.runs, curve.mean) == (1, 2, [-150.0])
+    labels = []
+    with pytest.MonkeyPatch.context() as patch:
+        original = matplotlib.axes.Axes.plot
+        patch.setattr(matplotlib.axes.Axes, "plot", lambda self, *args, **kw: (
+            labels.append(kw.get("label")), original(self, *args, **kw))[1])
+        plot_runs([a, b], tmp_path / "curve.png")
+    assert labels == ["2 runs, 1 seed"]
 
 
 def test_labels_of_many_differences_are_the_directories_names(tmp_path):

@@ -7,6 +7,7 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
+from typing import Dict, NamedTuple
 
 import numpy as np
 
@@ -63,16 +64,37 @@ def _name(members: list, settings: dict, differing: list) -> str:
     return common or f"{names[0]} and {len(names) - 1} more"
 
 
-def read_curves(run_dirs) -> dict:
-    """Eval curves of one run directory or several: ``{label: (steps, mean, spread, seeds)}``.
+class Curve(NamedTuple):
+    """One experiment's evaluation curve: at each env step of ``steps``, the mean over its seeds
+    of each seed's mean return and their standard deviation (``spread``; with one seed, that
+    seed's episodes'); ``seeds`` counts the distinct seeds, ``runs`` the run directories (a
+    seed run twice is one seed, its runs averaged)."""
+
+    steps: list
+    mean: list
+    spread: list
+    seeds: int
+    runs: int
+
+
+def _seed_of(run_dir: Path, row: dict):
+    """The seed of an evaluation row: its ``seed`` column, else the run's (config.json), else
+    the directory itself (a seed of its own)."""
+    if row.get("seed") not in (None, ""):
+        return row["seed"]
+    path = run_dir / "config.json"
+    seed = json.loads(path.read_text()).get("seed") if path.is_file() else None
+    return str(seed) if seed is not None else str(run_dir)
+
+
+def read_curves(run_dirs) -> Dict[str, Curve]:
+    """Eval curves of one run directory or several, ``{label: Curve}``.
 
     Directories whose settings differ only in seed, length or logging are one experiment (its
     evaluation schedule, ``eval_every``, is part of it): their seeds are pooled. One curve per
-    experiment and sweep value: at each env step, the mean over the seeds of each seed's mean
-    episode return, and their standard deviation (with one seed, that seed's episodes' std);
-    ``seeds`` counts the seeds pooled. A label names the experiment among the others (the
-    settings that tell them apart, or its directories' common name, numbered where two would
-    share it; ``""`` for one) and the sweep value."""
+    experiment and sweep value. A label names the experiment among the others (the settings that
+    tell them apart, or its directories' common name, numbered where two would share it; ``""``
+    for one) and the sweep value."""
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     experiments = defaultdict(list)
     for run_dir in dirs:
@@ -85,22 +107,26 @@ def read_curves(run_dirs) -> dict:
     for i, key in enumerate(names):  # experiments that would share a name are numbered
         if names[key] in shared:
             names[key] += f" [{i + 1}]"
-    groups = defaultdict(lambda: defaultdict(dict))  # label -> step -> (dir, seed) -> value
+    # label -> step -> seed -> [(return mean, return std) of each run of that seed]
+    groups = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    runs = defaultdict(set)
     for key, members in experiments.items():
         setting = names[key]
         for run_dir in members:
             for r in _eval_rows(run_dir):
                 sweep = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
                 label = f"{setting} ({sweep})" if setting and sweep else setting or sweep
-                groups[label][int(float(r["step"]))][(str(run_dir), r.get("seed"))] = (
-                    float(r["return_mean"]), float(r["return_std"]))
+                groups[label][int(float(r["step"]))][_seed_of(run_dir, r)].append(
+                    (float(r["return_mean"]), float(r["return_std"])))
+                runs[label].add(run_dir)
     curves = {}
     for label, by_step in groups.items():
         steps = sorted(by_step)
-        values = [np.array(list(by_step[s].values())) for s in steps]
+        values = [np.array([np.mean(v, axis=0) for v in by_step[s].values()]) for s in steps]
         mean = [v[:, 0].mean() for v in values]
         spread = [v[:, 0].std() if len(v) > 1 else v[0, 1] for v in values]
-        curves[label] = (steps, mean, spread, max(len(v) for v in values))
+        seeds = len({seed for s in steps for seed in by_step[s]})
+        curves[label] = Curve(steps, mean, spread, seeds, len(runs[label]))
     return curves
 
 
@@ -114,9 +140,12 @@ def plot_runs(run_dirs, out_path) -> Path:
 
     dirs = run_dirs_of(run_dirs)
     fig, ax = plt.subplots(figsize=(6, 4))
-    for label, (steps, mean, spread, seeds) in read_curves(dirs).items():
-        name = label or (dirs[0].name if len(dirs) == 1 else f"{len(dirs)} runs")
-        ax.plot(steps, mean, marker="o", label=f"{name}, {seeds} seed{'s' * (seeds > 1)}")
+    for label, (steps, mean, spread, seeds, runs) in read_curves(dirs).items():
+        name = label or (dirs[0].name if len(dirs) == 1 else f"{runs} runs")
+        counted = f"{seeds} seed{'s' * (seeds > 1)}"
+        if label and runs > seeds:  # a seed run more than once: one seed, its runs averaged
+            counted += f" in {runs} runs"
+        ax.plot(steps, mean, marker="o", label=f"{name}, {counted}")
         ax.fill_between(steps, np.subtract(mean, spread), np.add(mean, spread), alpha=0.2)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("eval return")
