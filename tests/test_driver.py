@@ -1,6 +1,7 @@
 """The training driver: transitions, buffer, reproducibility, resume, errors, learning."""
 import csv
 import dataclasses
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -86,10 +87,15 @@ def test_async_envs_train(tmp_path):
     assert result.state.step.item() == 2 * 51 and len(result.evals) == 1
 
 
-def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):
+def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="funcsac")
     short = dataclasses.replace(RESUME, total_steps=400)
     funcsac.train(short, tmp_path)
+    assert "400 env steps" in caplog.text  # the run's summary is there...
+    assert "the default of" not in caplog.text and "n_step" not in caplog.text  # ...no defaults
+    caplog.clear()
     assert main(["train", "--run-dir", str(tmp_path), "--resume", "--total-steps", "600"]) == 0
+    assert f"resumed {tmp_path} at env step 400 of 600" in caplog.text
     assert len(eval_rows(tmp_path)) == 4
     with pytest.raises(ValueError, match=r"different configuration \(num_critics"):
         funcsac.train(dataclasses.replace(RESUME, num_critics=3), tmp_path, resume=True)
@@ -106,6 +112,7 @@ def test_extend_a_finished_run_and_refuse_a_different_config(tmp_path):
 def test_cli_errors(tmp_path, capsys, argv, message):
     assert main(["train", "--run-dir", str(tmp_path / "run"), "--no-progress"] + argv) == 2
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # a start that fails leaves no run directory
 
 
 def test_corrupt_or_missing_checkpoint(tmp_path, capsys):

@@ -26,7 +26,7 @@ from ...platform.memory import reuse_freed_memory
 from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
 from ...state import SACState, reset_params
-from ..config import ENV_SETTLED, TrainConfig
+from ..config import TrainConfig
 from ..envs.dmc import reference_action_repeat
 from ..envs.make import make_eval_env, make_vector_env
 from ..envs.spec import env_spec
@@ -47,7 +47,7 @@ from .logs import Timings
 from .progress import Progress, crossed
 from .recorder import Recorder
 from .resume import check_resumable, retune, start_fresh_episodes
-from .rundir import prepare_run_dir, writing_to
+from .rundir import prepare_run_dir, removed_if_the_start_fails, writing_to
 from .status import LOGGER, showing_status
 from .seeds import AgentSeeds
 
@@ -126,13 +126,9 @@ class Run:
     def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
         self.spec = env_spec(self.envs, self.config.pixels)
         config, A, n = self.config.for_env(self.spec), len(self.agents), self.config.num_envs
-        for name in ENV_SETTLED:
-            value = getattr(config, name)
-            if name == "action_repeat" and value != getattr(self.config, name) and value > 1:
-                LOGGER.info(f"action_repeat {value}: "
-                            f"{reference_action_repeat(config.env_id, config.pixels)[1]}")
-            elif name != "action_repeat" and value != getattr(self.config, name):
-                LOGGER.info(f"{name} {value}: the default of {self.spec.policy} policies")
+        if config.action_repeat != self.config.action_repeat and config.action_repeat > 1:
+            LOGGER.info(f"action_repeat {config.action_repeat}: "  # the task's, not a default
+                        f"{reference_action_repeat(config.env_id, config.pixels)[1]}")
         self.config = config
         if self.spec.image_shape and not config.pixels:
             check_image_run(config, f"{config.env_id}'s image observations")
@@ -275,10 +271,14 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
         payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
         if payload is not None:
             config = check_resumable(config, payload)
-        prepare_run_dir(run_dir, resume, overwrite)
-        run = Run(config, run_dir, payload, callbacks)
+        with removed_if_the_start_fails(run_dir):
+            prepare_run_dir(run_dir, resume, overwrite)
+            run = Run(config, run_dir, payload, callbacks)
         try:
             start = run.progress.env_step
+            if payload is not None:
+                LOGGER.info(f"resumed {run_dir} at env step {start:,} of "
+                            f"{config.total_steps:,} ({run.progress.updates:,} updates done)")
             while run.progress.env_step < config.total_steps and not run.recorder.stopped:
                 if stop.requested:
                     run.checkpoint()

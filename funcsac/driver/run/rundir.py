@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from pathlib import Path
 
@@ -40,6 +41,20 @@ def prepare_run_dir(run_dir: Path, resume: bool, overwrite: bool) -> None:
         run_dir.rename(aside)
         LOGGER.info(f"moved the previous run in {run_dir} to {aside}")
     run_dir.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.contextmanager
+def removed_if_the_start_fails(run_dir: Path):
+    """``run_dir`` removed again, with what the start wrote into it, if the start of a run
+    inside fails and the directory did not exist before it (a typo in an env id leaves no
+    empty run directory behind)."""
+    existed = Path(run_dir).exists()
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
 
 
 @contextlib.contextmanager
