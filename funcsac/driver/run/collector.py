@@ -13,6 +13,7 @@ from ...normalize import observe
 from ..envs.observations import obs_tensors
 from ..envs.spec import scale_action
 from ..envs.step import autoreset_mode, check_finite, step_env, transitions
+from .divergence import NonFiniteActions
 from .agents import agent_specs, per_agent, seeds_label, split_keys, vmap_agents
 
 # exploration noise is drawn for this many vector steps at once (from one key per block), not a
@@ -56,6 +57,8 @@ class Collector:
                     action = self.sample_fn(state, map_obs(lambda x: x[0], obs_t) if A == 1
                                             else obs_t, z[0] if A == 1 else z)
             action = action.reshape(A * n, spec.action_size).cpu().numpy()
+            if not np.isfinite(action).all():  # the agent's, not the environment's, fault
+                raise NonFiniteActions
             next_obs, reward, terminated, truncated, infos = step_env(
                 self.envs, scale_action(action, spec), cfg.env_id, p.env_step + n, self.seeds)
             valid, true_next = transitions(self.mode, next_obs, terminated, truncated, infos,

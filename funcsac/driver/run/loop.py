@@ -47,6 +47,7 @@ from .logs import Timings
 from .progress import Progress, crossed
 from .recorder import Recorder
 from .resume import check_resumable, retune, start_fresh_episodes
+from .divergence import DivergenceError, NonFiniteActions, diverged, finite
 from .rundir import prepare_run_dir, removed_if_the_start_fails, writing_to
 from .status import LOGGER, showing_status
 from .seeds import AgentSeeds
@@ -110,6 +111,7 @@ class Run:
                  callbacks: Sequence[Callback] = ()):
         self.config, self.run_dir = config, run_dir
         self.retuned = False  # resumed with new values of dynamic hyperparameters
+        self.checkpointed: Optional[str] = None  # where the last checkpoint lies, and its step
         self.agents = agent_specs(config.seed, config.num_seeds, config.sweep)
         self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
         self.envs = make_vector_env(config.env_id, len(self.agents) * config.num_envs,
@@ -196,6 +198,7 @@ class Run:
         # a checkpoint from before beta_horizon annealed beta over its own config's total_steps
         self.progress = Progress.from_checkpoint(
             {"beta_horizon": payload["config"]["total_steps"], **payload["progress"]}, self.device)
+        self.checkpointed = f"{self.run_dir / CHECKPOINT} at env step {self.progress.env_step:,}"
         if self.nstep is not None:
             self.nstep.load_state_dict(self.progress.nstep)
         try:
@@ -208,7 +211,15 @@ class Run:
     # -- the stages ------------------------------------------------------------------------------
     def collect(self) -> None:
         """One vector step of every agent's environments; real transitions go to the buffers."""
-        self.state = self.collector.collect(self.state)
+        try:
+            self.state = self.collector.collect(self.state)
+        except NonFiniteActions:
+            raise self.diverged("the policy's actions are not finite") from None
+
+    def diverged(self, what: str) -> DivergenceError:
+        """The error that stops a run whose agent diverged (``divergence.diverged``)."""
+        return diverged(what, self.progress.env_step, self.progress.updates,
+                        self.learner.metrics, self.config, self.checkpointed)
 
     def reset(self, before: int) -> None:
         """Every agent's networks started over (``funcsac.reset_params``) when the last vector
@@ -230,6 +241,8 @@ class Run:
         """Write the new replay rows, then the checkpoint (atomically); then drop replay chunks
         that no longer hold live rows."""
         with self.timings.phase("checkpoint"):
+            if not finite(self.state):  # the last finite checkpoint stays
+                raise self.diverged("the agent's parameters are not finite")
             manifests = [save_buffer(self.run_dir, i, b, m) for i, (b, m)
                          in enumerate(zip(self.buffers, self.buffer_manifests))]
             self.progress.timings = dict(self.timings.totals)
@@ -244,6 +257,8 @@ class Run:
                 "numerics": numerics(self.device)})
             self.buffer_manifests = manifests
             delete_unlisted_chunks(self.run_dir, manifests)
+            self.checkpointed = (f"{self.run_dir / CHECKPOINT} at env step "
+                                 f"{self.progress.env_step:,}")
 
     def close(self) -> None:
         """Release the compile, the logs and the environments (those made so far, if the setup
