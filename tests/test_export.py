@@ -1,5 +1,6 @@
 """Exported policies: the agent's deterministic actions from a file, without funcsac."""
 import dataclasses
+import logging
 import subprocess
 import sys
 
@@ -105,6 +106,17 @@ class TwoHeads(nn.Module):
     def forward(self, obs):
         h = self.trunk(obs)
         return torch.cat([self.mean(h), self.log_std(h)], dim=-1)
+
+
+def test_an_onnx_export_says_nothing_of_packages_funcsac_does_not_use(agent, tmp_path, caplog,
+                                                                      recwarn):
+    """No notes on torchvision's operators (torch.onnx's logger), no deprecation from torch's
+    own pytree code."""
+    pytest.importorskip("onnxscript")
+    caplog.set_level(logging.INFO)
+    export_policy(agent, tmp_path / "policy.onnx", "onnx")
+    assert "torchvision" not in caplog.text
+    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
 
 
 def test_custom_actor_runs_without_funcsac(agent, tmp_path):

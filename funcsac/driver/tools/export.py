@@ -3,7 +3,10 @@
 runs without funcsac."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
+import warnings
 from pathlib import Path
 from typing import Optional, Union
 
@@ -21,6 +24,24 @@ from ...platform.files import write_atomically
 from ..envs.spec import EnvSpec, scale_action
 
 FORMATS = ("torch-export", "onnx")
+# torch.onnx's logger, which says at every export which torchvision operators it skips
+ONNX_REGISTRATION_LOGGER = "torch.onnx._internal.exporter._registration"
+
+
+@contextlib.contextmanager
+def quiet_onnx_export():
+    """Silence, for an ONNX export, what concerns packages funcsac does not use: torch.onnx's
+    notes on torchvision's operators and a deprecation inside torch's own pytree code."""
+    logger = logging.getLogger(ONNX_REGISTRATION_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning,
+                                    message=r".*treespec, LeafSpec.*")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 class Policy(nn.Module):
@@ -149,8 +170,10 @@ def export_policy(agent, path: Union[str, Path], fmt: str,
         names = list(example) if isinstance(example, dict) else ["obs"]
         module = module if names == ["obs"] else _EntriesAsInputs(module)
         args = tuple(example[k] for k in names) if isinstance(example, dict) else (example,)
-        program = torch.onnx.export(module, args, dynamo=True,
-                                    dynamic_shapes=tuple({0: batch} for _ in args),
-                                    input_names=names, output_names=["action"], verbose=False)
+        with quiet_onnx_export():
+            program = torch.onnx.export(module, args, dynamo=True,
+                                        dynamic_shapes=tuple({0: batch} for _ in args),
+                                        input_names=names, output_names=["action"],
+                                        verbose=False)
         write_atomically(path, lambda f: f.write(program.model_proto.SerializeToString()))
     return path
