@@ -1,7 +1,7 @@
 """After training: loading a run, evaluating and recording it, callbacks that stop a run, new
 hyperparameter values on resume, and the W&B logger."""
-import logging
 import dataclasses
+import logging
 import glob
 import os
 import time
@@ -121,6 +121,31 @@ def test_load_refuses_what_is_not_a_run(tmp_path, trained, capsys):
         funcsac.load(tmp_path)
     assert main(["evaluate", str(tmp_path)]) == 2
     assert "not a funcsac run checkpoint" in capsys.readouterr().err
+
+
+def test_a_run_of_an_env_whose_module_is_missing_is_refused_in_one_line(tmp_path, capsys,
+                                                                         monkeypatch):
+    """A run of ``--env-id module:Env-v0`` evaluated (or loaded) where the module cannot be
+    imported: one line naming the module, as a start of training with it gives."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "funcsac_test_cam.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('Cam-v0', entry_point='gymnasium.envs.classic_control:PendulumEnv',\n"
+        "             max_episode_steps=50)\n")
+    with monkeypatch.context() as patch:
+        patch.syspath_prepend(str(code))
+        config = dataclasses.replace(RUN, env_id="funcsac_test_cam:Cam-v0", total_steps=100,
+                                     learning_starts=50, eval_every=100)
+        funcsac.train(config, tmp_path / "run")
+    monkeypatch.delitem(__import__("sys").modules, "funcsac_test_cam")
+    capsys.readouterr()
+    for argv in (["evaluate", str(tmp_path / "run")],
+                 ["train", "--env-id", "funcsac_test_cam:Cam-v0", "--run-dir",
+                  str(tmp_path / "new")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "its module 'funcsac_test_cam'" in err and "Traceback" not in err, err
 
 
 def test_a_run_stopped_before_its_first_evaluation_returns_without_one(tmp_path, caplog):

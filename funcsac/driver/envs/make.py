@@ -134,6 +134,13 @@ def _make(env_id: str, pixels: Optional[Pixels] = None, repeat: int = 1, **kwarg
         raise ValueError(f"cannot create environment {env_id!r}: {e} ({hint})") from e
     except gym.error.Error as e:
         raise ValueError(f"cannot create environment {env_id!r}: {e}") from e
+    except ModuleNotFoundError as e:  # the module of a "module:Env-v0" id, or one it imports
+        if ":" not in env_id:
+            raise
+        raise ValueError(f"cannot create environment {env_id!r}: its module "
+                         f"{env_id.partition(':')[0]!r} (or a module it imports) is not "
+                         f"importable here ({e}); put it on the Python path (PYTHONPATH) or "
+                         "install it") from e
 
 
 def make_vector_env(env_id: str, num_envs: int, asynchronous: bool = False,
