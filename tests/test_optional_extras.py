@@ -12,7 +12,7 @@ import pytest
 
 OPTIONAL = ["mujoco", "Box2D", "tensorboard", "wandb", "ray", "onnx", "onnxscript",
             "onnxruntime", "moviepy", "minari", "sbx", "stable_baselines3", "torchrl", "jax",
-            "dm_control", "shimmy"]
+            "dm_control", "shimmy", "pygame"]
 
 SCRIPT = textwrap.dedent("""
     import contextlib, io, json, sys, tempfile
@@ -42,6 +42,8 @@ SCRIPT = textwrap.dedent("""
                       "dm_control/cheetah-run-v0"] + tiny)
     out["tune"] = run(["tune", "--storage", tmp + "/tune", "--search",
                       "actor_lr=loguniform(1e-4,1e-3)"] + tiny)
+    out["pixels"] = run(["train", "--run-dir", tmp + "/px", "--pixels", "--image-size", "32"]
+                        + tiny)
     out["video"] = run(["evaluate", tmp + "/run", "--episodes", "1", "--video", tmp + "/v"])
     out["onnx"] = run(["export", tmp + "/run", "--format", "onnx", "--out", tmp + "/p.onnx"])
     print(json.dumps(out))
@@ -65,7 +67,7 @@ def test_imports_helps_and_trains_without_optional_packages(bare):
 
 @pytest.mark.parametrize("feature,extra", [("mujoco", "mujoco"), ("dmc", "dmc"), ("wandb", "wandb"),
                                            ("tune", "tune"), ("video", "video"),
-                                           ("onnx", "export")])
+                                           ("onnx", "export"), ("pixels", "pixels")])
 def test_a_missing_extra_is_named_in_one_line(bare, feature, extra):
     code, stderr = bare[feature]
     lines = stderr.strip().splitlines()

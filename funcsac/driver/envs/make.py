@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 from pathlib import Path
 from typing import Optional
@@ -16,7 +17,7 @@ from .raw import RawObservationEnv
 AutoresetMode = gym.vector.AutoresetMode
 
 
-ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d", "dm_control": "dmc"}
+ENV_EXTRAS = {"mujoco": "mujoco", "box2d": "box2d", "dm_control": "dmc", "pygame": "pixels"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +114,11 @@ def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
     if is_dmc(env_id):
         return render_kwargs(env_id, pixels.size)
     kwargs = {"render_mode": "rgb_array"}
-    if "mujoco" in str(gym.spec(env_id).entry_point):
+    entry_point = str(gym.spec(env_id).entry_point)
+    if "classic_control" in entry_point and importlib.util.find_spec("pygame") is None:
+        raise gym.error.DependencyNotInstalled(  # said at the start, not at the first frame
+            f"{env_id} renders its frames with pygame, which is not installed")
+    if "mujoco" in entry_point:
         os.environ.setdefault("MUJOCO_GL", "egl")
         kwargs.update(width=pixels.size, height=pixels.size)
     return kwargs
