@@ -103,6 +103,18 @@ def _run_settings():
         torch.set_num_threads(threads)
 
 
+def opening_line(config: TrainConfig, sac_config, run_dir: Path, agents: int) -> str:
+    """What a run is, in one line: the algorithm and its networks, the environment, the agents,
+    the device, precision and threads, the length and the run directory."""
+    sizes = "x".join(map(str, sac_config.hidden_sizes))
+    return (f"{sac_config.algorithm} ({sac_config.network} {sizes}, {sac_config.num_critics} "
+            f"critics) on {config.env_id}, {agents} agent{'s' * (agents > 1)} x "
+            f"{config.num_envs} env{'s' * (config.num_envs > 1)}; {sac_config.device} "
+            f"{sac_config.precision}, {torch.get_num_threads()} thread"
+            f"{'s' * (torch.get_num_threads() > 1)}; {config.total_steps:,} steps, learning from "
+            f"{config.learning_starts:,}; into {run_dir}")
+
+
 class Run:
     """One training run: its agents' state, replay buffers, environments and loop progress, and
     the collaborators that advance them: ``collector``, ``learner``, ``recorder``."""
@@ -136,6 +148,7 @@ class Run:
             check_image_run(config, f"{config.env_id}'s image observations")
         sac_config = config.agent_config(self.spec)
         self.device = torch.device(sac_config.device)
+        LOGGER.info(opening_line(config, sac_config, self.run_dir, A))
         # offline data (RLPD): one buffer of the dataset's rows that every agent samples from;
         # read again on resume, not checkpointed. Read first, so a bad dataset fails the run
         # before anything is written.

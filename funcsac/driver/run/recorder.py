@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Callable, List, Sequence
@@ -19,9 +20,22 @@ from .agents import select
 from .callbacks import Callback, Report, call_all
 from .logs import EVAL_COLUMNS, PHASES, Boards, CsvLog, TensorBoard, WandbLog
 from .progress import crossed
+from .status import LOGGER
 
 METRICS_COLUMNS = (["step", "episode_return", "episodes", "env_steps_per_s", "updates_per_s"]
                    + [f"time_{p}" for p in PHASES] + list(METRIC_NAMES))
+
+
+def eval_line(evals: List[EvalResult], step: int, total: int, env_steps_per_s: float,
+              elapsed: float) -> str:
+    """One plain line for an evaluation, as SB3 and CleanRL log: the env step, the return's
+    mean and std (over the agents' means where there are several), the speed and the time."""
+    means = [e.return_mean for e in evals]
+    spread = np.std(means) if len(evals) > 1 else evals[0].return_std
+    minutes, seconds = divmod(int(elapsed), 60)
+    return (f"step {step:,}/{total:,}: eval return {np.mean(means):.1f} +- {spread:.1f}"
+            f"{f' over {len(evals)} agents' if len(evals) > 1 else ''}, "
+            f"{env_steps_per_s:,.0f} env steps/s, {minutes}:{seconds:02d} elapsed")
 
 
 class Recorder:
@@ -37,9 +51,13 @@ class Recorder:
         self.checkpoint, self.callbacks = checkpoint, list(callbacks)
         self.stopped = False
         self.last_log = (time.perf_counter(), progress.env_step, progress.updates)
+        self.last_eval = self.last_log[:2]
+        self.started = time.perf_counter() - progress.elapsed
         self._open_logs(sac_config, resumed)
-        self.bar = tqdm(total=config.total_steps, initial=progress.env_step,
-                        disable=not config.progress, unit="step", dynamic_ncols=True)
+        # a bar only where it redraws in place: on a terminal (a log file gets the eval lines)
+        self.bar = tqdm(total=config.total_steps, initial=progress.env_step, unit="step",
+                        disable=not (config.progress and sys.stderr.isatty()),
+                        dynamic_ncols=True)
 
     def _open_logs(self, sac_config, resumed: bool) -> None:
         resolved = {k: v for k, v in dataclasses.asdict(sac_config).items() if not callable(v)}
@@ -93,7 +111,22 @@ class Recorder:
             self.board.write(f"eval/agent{i}" if A > 1 else "eval", row, p.env_step)
         mean = np.mean([e.return_mean for e in p.evals[-A:]])
         self.bar.set_postfix(eval_return=f"{mean:.1f}")
+        self.say(eval_line(p.evals[-A:], p.env_step, self.config.total_steps, *self._speeds()))
         return p.evals[-A:]
+
+    def _speeds(self) -> tuple:
+        """``(env steps per second since the last evaluation, seconds since the run began)``."""
+        now, step = time.perf_counter(), self.progress.env_step
+        rate = (step - self.last_eval[1]) * len(self.agents) / max(now - self.last_eval[0], 1e-9)
+        self.last_eval = (now, step)
+        return rate, now - self.started
+
+    def say(self, line: str) -> None:
+        """A status line: above the bar on a terminal, else one line of the run's output."""
+        if self.bar.disable:
+            LOGGER.info(line)
+        else:
+            self.bar.write(line)
 
     def log_metrics(self, metrics) -> List[dict]:
         """One row per agent in metrics.csv: the last update's ``metrics`` (None before the
