@@ -1,6 +1,8 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
-from .platform import blas
+from .platform import blas, threads
 
+if threads.is_command():  # the funcsac command: its threads on a shared CPU, before torch loads
+    threads.prepare()
 if blas.requested():  # the funcsac command, or an opt-in: MKL's kernels, before torch loads
     blas.prepare()
 

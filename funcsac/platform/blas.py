@@ -46,6 +46,7 @@ from typing import Optional
 
 from .children import start_child
 from .cpu import cpu_description, flags_digest
+from .threads import is_command
 from .files import cache_folder, write_atomically
 
 ENV = "FUNCSAC_MKL_VENDOR_CHECK"
@@ -174,10 +175,7 @@ def _measured(machine: dict, library: str) -> dict:
 def requested() -> bool:
     """Whether this process chooses MKL's kernels as it starts (``import funcsac``): it is the
     ``funcsac`` command, or ``FUNCSAC_MKL_VENDOR_CHECK`` is set."""
-    argv = getattr(sys, "orig_argv", sys.argv)
-    command = Path(sys.argv[0]).name == "funcsac" or any(
-        a == "-m" and b == "funcsac" for a, b in zip(argv, argv[1:]))
-    return command or ENV in os.environ
+    return is_command() or ENV in os.environ
 
 
 def prepare() -> bool:

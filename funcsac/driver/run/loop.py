@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ... import keys
+from ...platform import threads
 from ...platform.memory import reuse_freed_memory
 from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
@@ -111,7 +112,9 @@ def opening_line(config: TrainConfig, sac_config, run_dir: Path, agents: int) ->
             f"critics) on {config.env_id}, {agents} agent{'s' * (agents > 1)} x "
             f"{config.num_envs} env{'s' * (config.num_envs > 1)}; {sac_config.device} "
             f"{sac_config.precision}, {torch.get_num_threads()} thread"
-            f"{'s' * (torch.get_num_threads() > 1)}; {config.total_steps:,} steps, learning from "
+            f"{'s' * (torch.get_num_threads() > 1)}"
+            f"{f' ({threads.choice})' if threads.choice else ''}; "
+            f"{config.total_steps:,} steps, learning from "
             f"{config.learning_starts:,}; into {run_dir}")
 
 

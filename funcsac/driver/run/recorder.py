@@ -57,7 +57,7 @@ class Recorder:
         # a bar only where it redraws in place: on a terminal (a log file gets the eval lines)
         self.bar = tqdm(total=config.total_steps, initial=progress.env_step, unit="step",
                         disable=not (config.progress and sys.stderr.isatty()),
-                        dynamic_ncols=True)
+                        dynamic_ncols=True, desc=self._phase(progress.env_step))
 
     def _open_logs(self, sac_config, resumed: bool) -> None:
         resolved = {k: v for k, v in dataclasses.asdict(sac_config).items() if not callable(v)}
@@ -83,7 +83,12 @@ class Recorder:
         ``before``) crossed; then the callbacks, if anything was logged or evaluated. A
         callback's request to stop ends the run with a checkpoint."""
         cfg, step = self.config, self.progress.env_step
-        self.bar.update(step - before)
+        if before < cfg.learning_starts <= step:  # the bar's rate and estimate start afresh
+            self.bar.reset(total=cfg.total_steps)
+            self.bar.initial = self.bar.n = self.bar.last_print_n = step
+            self.bar.set_description(self._phase(step))
+        else:
+            self.bar.update(step - before)
         end = step >= cfg.total_steps
         logs = self.log_metrics(metrics) if crossed(before, step, cfg.log_every) or end else []
         evals = self.evaluate(state) if crossed(before, step, cfg.eval_every) or end else []
@@ -113,6 +118,10 @@ class Recorder:
         self.bar.set_postfix(eval_return=f"{mean:.1f}")
         self.say(eval_line(p.evals[-A:], p.env_step, self.config.total_steps, *self._speeds()))
         return p.evals[-A:]
+
+    def _phase(self, step: int) -> str:
+        """The bar's label: what the run does at env step ``step``."""
+        return "learning" if step >= self.config.learning_starts else "random actions"
 
     def _speeds(self) -> tuple:
         """``(env steps per second since the last evaluation, seconds since the run began)``."""
