@@ -36,3 +36,18 @@ def test_piped_output_is_plain_lines_one_per_evaluation(tmp_path, flags):
     assert "sac (mlp 16x16, 2 critics) on Pendulum-v1" in opening and "cpu fp32" in opening
     assert "thread" in opening and str(tmp_path / "run") in opening
     assert len(lines) <= 15 + len(evals), text
+
+
+def test_on_a_terminal_the_bar_says_its_phase_and_starts_its_rate_with_learning(tmp_path, capsys,
+                                                                                 monkeypatch):
+    import funcsac
+    from helpers import TINY as SMALL
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    config = funcsac.TrainConfig(**{**SMALL, "progress": True, "env_id": "Pendulum-v1",
+                                    "total_steps": 300, "learning_starts": 200,
+                                    "eval_every": 300})
+    funcsac.train(config, tmp_path / "run")
+    err = capsys.readouterr().err
+    assert "random actions:" in err and "learning:" in err
+    assert err.index("random actions:") < err.index("learning:")
