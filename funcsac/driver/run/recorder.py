@@ -52,6 +52,7 @@ class Recorder:
         self.stopped = False
         self.last_log = (time.perf_counter(), progress.env_step, progress.updates)
         self.last_eval = self.last_log[:2]
+        self.learning_starts = config.learning_starts or 0  # None: a config not yet settled
         self.started = time.perf_counter() - progress.elapsed
         self._open_logs(sac_config, resumed)
         # a bar only where it redraws in place: on a terminal (a log file gets the eval lines)
@@ -83,7 +84,7 @@ class Recorder:
         ``before``) crossed; then the callbacks, if anything was logged or evaluated. A
         callback's request to stop ends the run with a checkpoint."""
         cfg, step = self.config, self.progress.env_step
-        if before < cfg.learning_starts <= step:  # the bar's rate and estimate start afresh
+        if before < self.learning_starts <= step:  # the bar's rate and estimate start afresh
             self.bar.reset(total=cfg.total_steps)
             self.bar.initial = self.bar.n = self.bar.last_print_n = step
             self.bar.set_description(self._phase(step))
@@ -121,7 +122,7 @@ class Recorder:
 
     def _phase(self, step: int) -> str:
         """The bar's label: what the run does at env step ``step``."""
-        return "learning" if step >= self.config.learning_starts else "random actions"
+        return "learning" if step >= self.learning_starts else "random actions"
 
     def _speeds(self) -> tuple:
         """``(env steps per second since the last evaluation, seconds since the run began)``."""
