@@ -19,8 +19,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import platform
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +27,7 @@ import optree
 import torch
 
 import funcsac
+from funcsac.platform.cpu import cpu_description, flags_digest
 from funcsac.driver.presets import PRESETS, preset
 
 HERE = Path(__file__).parent / "golden"
@@ -37,17 +36,10 @@ STEPS, ROWS, SKETCH = 50, 64, 8
 
 
 def machine() -> str:
-    """This machine as goldens are keyed: the CPU's model, its widest vector ISA and torch's
-    version (bitwise results hold on the same pair)."""
-    model, flags = platform.processor(), ""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        model = re.search(r"model name\s*:\s*(.*)", text).group(1).strip()
-        flags = " ".join(f for f in ("amx_tile", "avx512f", "avx2")
-                         if re.search(rf"\b{f}\b", text))
-    except (OSError, AttributeError):
-        pass
-    return f"{model} [{flags}] torch {torch.__version__}"
+    """This machine as goldens are keyed: the CPU's model, a digest of all its instruction-set
+    flags and torch's version (bitwise results hold on the same three)."""
+    cpu = cpu_description()
+    return f"{cpu['model']} [{flags_digest()}] torch {torch.__version__}"
 
 
 def preset_config(name: str) -> tuple:
