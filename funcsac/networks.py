@@ -125,7 +125,7 @@ def products_dtype(template: nn.Module) -> Optional[torch.dtype]:
 # a Linear layer's attribute: whether it takes its product weight first (absent: it does not)
 _WEIGHT_FIRST = "funcsac_weight_first"
 # the stacked weights of an ensemble's widest Linear layer from which all its layers take their
-# products weight first (bro's 2 x 512 x 512 gain 1.35x in bf16; sac's 2 x 256 x 256 gain nothing)
+# products weight first (where it pays and where not: bench/layout.py, bench/RESULTS.md)
 WEIGHT_FIRST_MIN = 2 ** 19
 
 
@@ -136,10 +136,9 @@ def order_products(template: nn.Module, members: int, device) -> nn.Module:
     their products weight first (``weight_first_linear``, through ``linear_of``; consecutive
     layers then pass their activations as ``[width, B]``). Each weight's gradient then comes in
     the weight's layout, so the optimiser's fused step streams every tensor in one order: a
-    transposed gradient beside row-major moments made that step several times slower than
-    memory allows, and the wide presets' whole gradient step 1.1-1.9x slower (bench/layout.py);
-    narrower ensembles, whose gradients fit the cores' caches, gain nothing and are left as they
-    are. Returns ``template``."""
+    transposed gradient beside row-major moments makes that step slower than memory allows
+    (measured in bench/layout.py); narrower ensembles, whose gradients fit the cores' caches,
+    gain nothing and are left as they are. Returns ``template``."""
     layers = [m for m in template.modules() if isinstance(m, nn.Linear)]
     wide = torch.device(device).type == "cpu" and any(
         members * layer.weight.numel() >= WEIGHT_FIRST_MIN for layer in layers)
@@ -235,9 +234,7 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
     and BatchNorm layers run in training mode and put their new running statistics in it, which
     ``functional_call`` cannot return (CrossQ's joint pass needs them); ``prefix`` is the name of
     ``template`` in ``params`` (a ``Residual`` block's, with a dot); ``products`` the dtype of the
-    Linear and Conv2d layers' operands (``None``: as they are). Not faster: an eager update
-    takes 1.00-1.03x its time with every network through ``functional_call`` (bench/paths.py,
-    SAC, REDQ and DroQ at 256 wide)."""
+    Linear and Conv2d layers' operands (``None``: as they are)."""
     for name, layer in template.named_children():
         kind, at = type(layer), f"{prefix}{name}."
         if kind is nn.Linear:

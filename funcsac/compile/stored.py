@@ -53,9 +53,8 @@ from .fingerprint import Unfingerprintable, fingerprint
 from .store import _load, _save, prune_store, store_dir, store_key
 
 # the wrapper (the C++ that calls the kernels) is built without optimisation or precompiled
-# headers: seconds less to compile, the same update time. The kernels stay vectorised: scalar
-# loops left to g++ compiled in a third of the time but made the update 1.85x slower on an AMD
-# EPYC (AVX2), 10.9 against 5.9 ms (bench/ANALYSIS.md)
+# headers: seconds less to compile, the same update time. The kernels stay vectorised (scalar
+# loops left to g++ compile faster but run slower: bench/ANALYSIS.md)
 # the torch release whose ahead-of-time compile and loading (private parts included) the store
 # is written for; under another, functions are compiled with torch.compile (inductor's own cache)
 STORE_TORCH = "2.13"

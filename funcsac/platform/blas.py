@@ -3,9 +3,8 @@
 torch's CPU build multiplies matrices with Intel's MKL, which picks its kernels by asking whether
 the CPU is Intel's (``mkl_serv_intel_cpu_true``); on an AMD CPU it answers no and runs a generic
 path, whatever the CPU's instruction set. A shared library of two functions answering yes, loaded
-with global symbols before torch, makes MKL run the kernels of the CPU's instruction set: on a
-2-core AMD EPYC with AVX-512 (Zen 5) the products of a SAC update ran 2.0-2.4x faster (256x256x256
-185 -> 400 GFLOP/s) and the compiled update 1.4-1.7x faster (``bench/ANALYSIS.md``).
+with global symbols before torch, makes MKL run the kernels of the CPU's instruction set (what
+that gained: ``bench/ANALYSIS.md``).
 
 ``import funcsac`` does none of this by itself: ``prepare()`` runs before torch is imported
 only in the ``funcsac`` command (``funcsac ...``, ``python -m funcsac ...``) and where

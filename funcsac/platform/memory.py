@@ -4,12 +4,10 @@ Every call of an update allocates its new state and its temporaries afresh (hund
 wide presets' sizes) and frees the old ones. glibc's ``malloc`` serves a block above its mmap
 threshold (128 KiB, raised as large blocks are freed) with pages fresh from the kernel, and gives
 the top of its heap back once more than twice that lies free there, so a wide update can fault in
-and zero every page it allocates on every call; how often depends on the process's history. The
-simbav2 preset's compiled bf16 step at HalfCheetah's sizes took 90.9 ms with 38,010 page faults a
-call against 56.8 ms with one, called on one state (2-core Intel Xeon with AMX,
-``bench/memory_reuse.py --fixed``, ``bench/ANALYSIS.md``). PyTorch's CPU
-tuning guide advises an allocator that reuses memory (jemalloc, tcmalloc) for the same reason;
-``reuse_freed_memory`` gets that from glibc itself.
+and zero every page it allocates on every call; how often depends on the process's history
+(what that costs a wide preset's step: ``bench/memory_reuse.py``, ``bench/ANALYSIS.md``).
+PyTorch's CPU tuning guide advises an allocator that reuses memory (jemalloc, tcmalloc) for the
+same reason; ``reuse_freed_memory`` gets that from glibc itself.
 """
 from __future__ import annotations
 
