@@ -51,15 +51,15 @@ def step_keys(state: SACState) -> torch.Tensor:
     return keys.split(state.key, 3)
 
 
-def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
-    """Polyak averaging ``target + tau * (online - target)`` for each name in ``target``."""
-    return {k: t + tau * (online[k] - t) for k, t in target.items()}
-
-
 def polyak(target: Params, online: Params, names, tau: torch.Tensor) -> Params:
     """``target`` with its entries named in ``names`` (the trainable ones) moved towards
-    ``online``'s (``soft_update``); its other entries (buffers) kept."""
+    ``online``'s, ``t + tau * (online - t)``; its other entries (buffers) kept."""
     return {k: t + tau * (online[k] - t) if k in names else t for k, t in target.items()}
+
+
+def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
+    """Polyak averaging ``target + tau * (online - target)`` for each name in ``target``."""
+    return polyak(target, online, target, tau)
 
 
 def gradient_step(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, lr, cfg,
@@ -156,15 +156,17 @@ def temperature_step(state: SACState, entropy: torch.Tensor,
     ``alpha`` (before the step)."""
     cfg, hp = state.config, state.hparams
     losses = losses or losses_for(cfg)
+    alpha = torch.exp(state.log_alpha)
+    if not cfg.learn_alpha:  # the loss for the metrics; no gradient
+        loss = losses.temperature(state.log_alpha, entropy.detach(), hp.target_entropy).detach()
+        return state, {"alpha_loss": loss, "alpha": alpha}
 
     def loss_fn(log_alpha: torch.Tensor):
         loss = losses.temperature(log_alpha, entropy.detach(), hp.target_entropy)
         return loss, loss
 
     grad, (loss, _) = grad_and_value(loss_fn)(state.log_alpha)
-    metrics = {"alpha_loss": loss, "alpha": torch.exp(state.log_alpha)}
-    if not cfg.learn_alpha:
-        return state, metrics
+    metrics = {"alpha_loss": loss, "alpha": alpha}
     lr = decayed_lr(hp.alpha_lr, state.alpha_opt.count, cfg.lr_decay_to, cfg.lr_decay_steps,
                     cfg.lr_decay_shape)
     new, alpha_opt, _ = adam_update({"log_alpha": grad}, state.alpha_opt,

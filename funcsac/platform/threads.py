@@ -40,9 +40,10 @@ def is_command() -> bool:
 def usable_cores() -> int:
     """The cores this process may run on: its CPU affinity, within its cgroup's CPU quota
     (cgroup v2's ``cpu.max`` or v1's ``cpu.cfs_quota_us``), at least one."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
     quota = _cgroup_quota()
-    return max(1, min(cores or 1, math.floor(quota) if quota else cores or 1))
+    return max(1, min(cores, math.floor(quota)) if quota else cores)
 
 
 def _cgroup_quota() -> Optional[float]:

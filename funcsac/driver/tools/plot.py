@@ -77,11 +77,9 @@ class Curve(NamedTuple):
     runs: int
 
 
-def _seed_of(run_dir: Path, row: dict):
-    """The seed of an evaluation row: its ``seed`` column, else the run's (config.json), else
-    the directory itself (a seed of its own)."""
-    if row.get("seed") not in (None, ""):
-        return row["seed"]
+def _run_seed(run_dir: Path) -> str:
+    """A run's seed (config.json), else the directory itself (a seed of its own): the seed of
+    its evaluation rows that have no ``seed`` column."""
     path = run_dir / "config.json"
     seed = json.loads(path.read_text()).get("seed") if path.is_file() else None
     return str(seed) if seed is not None else str(run_dir)
@@ -113,10 +111,11 @@ def read_curves(run_dirs) -> Dict[str, Curve]:
     for key, members in experiments.items():
         setting = names[key]
         for run_dir in members:
+            run_seed = _run_seed(run_dir)
             for r in _eval_rows(run_dir):
                 sweep = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _VALUES)
                 label = f"{setting} ({sweep})" if setting and sweep else setting or sweep
-                groups[label][int(float(r["step"]))][_seed_of(run_dir, r)].append(
+                groups[label][int(float(r["step"]))][r.get("seed") or run_seed].append(
                     (float(r["return_mean"]), float(r["return_std"])))
                 runs[label].add(run_dir)
     curves = {}
