@@ -107,19 +107,3 @@ def test_every_module_file_and_name_the_docs_name_exists():
                 break
             obj = getattr(obj, attribute)
     assert missing == []
-
-
-def test_reproduce_plots_what_its_commands_write():
-    """Each run directory that docs/reproduce.md plots is one its training commands write
-    (``--run-dir``), or a glob pattern matching one."""
-    import fnmatch
-    import shlex
-
-    text = "\n".join(blocks(ROOT / "docs" / "reproduce.md", "bash")).replace("\\\n", " ")
-    words = [shlex.split(line, comments=True) for line in text.splitlines()]
-    written = {w[i + 1] for w in words for i, x in enumerate(w[:-1]) if x == "--run-dir"}
-    plotted = [x for w in words if w[:2] == ["funcsac", "plot"]
-               for x in w[2:w.index("--out") if "--out" in w else len(w)]]
-    assert written and plotted
-    for pattern in plotted:
-        assert any(fnmatch.fnmatch(d, pattern) for d in written), (pattern, sorted(written))

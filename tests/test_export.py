@@ -184,10 +184,15 @@ def test_cli_export_errors(run_dir, tmp_path, capsys):
     assert "unknown export format 'tflite'" in err and "torch-export, onnx" in err
     assert main(["export", str(tmp_path), "--format", "onnx", "--out", str(out)]) == 2
     assert f"{tmp_path} holds no funcsac run" in capsys.readouterr().err
+    (tmp_path / "notes").write_text("a file")
     assert main(["export", str(run_dir), "--format", "torch-export",
-                 "--out", str(tmp_path / "missing" / "p.pt2")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+                 "--out", str(tmp_path / "notes" / "p.pt2")]) == 2
+    assert f"{tmp_path / 'notes'} is a file, not a folder" in capsys.readouterr().err
     assert not out.exists()
+    # a missing folder is made
+    assert main(["export", str(run_dir), "--format", "torch-export",
+                 "--out", str(tmp_path / "new" / "p.pt2")]) == 0
+    assert (tmp_path / "new" / "p.pt2").is_file()
 
 
 def test_onnx_without_the_extra(agent, tmp_path, monkeypatch):

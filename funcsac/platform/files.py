@@ -19,6 +19,19 @@ def cache_folder(*parts: str) -> Path:
     return platformdirs.user_cache_path("funcsac").joinpath(*parts)
 
 
+def writable(path: Path) -> Path:
+    """``path``, checked to be writable as a new file: ``ValueError`` if a file stands where it
+    or one of its folders would be; its missing folders are created when it is written
+    (``write_atomically``)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"cannot write {path}: {blocking} is a file, not a folder")
+    return path
+
+
 def written_temporary(directory: Path, prefix: str, write, private: bool = False) -> str:
     """The path of a new file ``prefix*.tmp`` in ``directory``, filled by ``write(file)`` (a
     binary file) and flushed to disk; its mode is a plain ``open()``'s, or 0600 if
@@ -39,10 +52,11 @@ def written_temporary(directory: Path, prefix: str, write, private: bool = False
 
 
 def write_atomically(path: Path, write, private: bool = False) -> None:
-    """Call ``write(file)`` on a new binary temporary file in ``path``'s folder
-    (``written_temporary``), rename it over ``path`` and fsync the folder. On any failure the
-    temporary file is removed and ``path`` is untouched."""
+    """Call ``write(file)`` on a new binary temporary file in ``path``'s folder (created if
+    missing; ``written_temporary``), rename it over ``path`` and fsync the folder. On any failure
+    the temporary file is removed and ``path`` is untouched."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = written_temporary(path.parent, path.name + ".", write, private)
     try:
         os.replace(tmp, path)

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from ...platform.files import write_atomically
+from ...platform.files import writable, write_atomically
 from .buffer import ReplayBuffer
 from ..envs.spec import EnvSpec, check_spaces
 from .nstep import NStepQueue
@@ -76,13 +76,10 @@ def _write_npz(file, arrays: dict) -> None:
 
 
 def npz_path(path: Union[str, Path]) -> Path:
-    """``path`` with ``.npz`` appended if missing; raises ``ValueError`` if its folder is
-    missing."""
+    """``path`` with ``.npz`` appended if missing; ``ValueError`` if it cannot be written
+    (``platform.files.writable``; a missing folder is made when it is written)."""
     path = Path(path)
-    path = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
-    if not path.parent.is_dir():
-        raise ValueError(f"cannot write {path}: the folder {path.parent} does not exist")
-    return path
+    return writable(path if path.suffix == ".npz" else path.with_name(path.name + ".npz"))
 
 
 def to_policy_actions(action: np.ndarray, spec: EnvSpec) -> np.ndarray:

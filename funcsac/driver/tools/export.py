@@ -20,7 +20,7 @@ from ...networks import apply_encoder
 from ...normalize import RunningStats, normalize_obs
 from ...registry import POLICIES
 from ...state import Static, static_for
-from ...platform.files import write_atomically
+from ...platform.files import writable, write_atomically
 from ..envs.spec import EnvSpec, scale_action
 
 FORMATS = ("torch-export", "onnx")
@@ -150,9 +150,7 @@ def export_policy(agent, path: Union[str, Path], fmt: str,
         except ImportError as e:
             raise ValueError(f"ONNX export needs onnx and onnxscript ({e}): "
                              "pip install 'funcsac[export]'") from e
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise ValueError(f"cannot write {path}: the folder {path.parent} does not exist")
+    path = writable(path)
     module = policy_module(agent, agent_index).eval()
     # a batch of 2: torch.export specialises a dimension whose example size is 1
     spec, batch = agent.spec, torch.export.Dim("batch")
