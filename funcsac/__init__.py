@@ -6,7 +6,8 @@ if threads.is_command():  # the funcsac command: its threads on a shared CPU, be
 if blas.requested():  # the funcsac command, or an opt-in: MKL's kernels, before torch loads
     blas.prepare()
 
-from . import encoders, keys, registry
+from . import architectures, encoders  # noqa: F401  (the default network and encoder register)
+from . import keys, registry
 from .acting import act
 from .batch import Batch, check_batch, map_obs
 from .compile import compile_stored, compile_update

@@ -8,11 +8,10 @@ from typing import Any, Callable, Optional, Tuple
 import torch
 from torch import nn
 
-from . import architectures, encoders  # noqa: F401  (they register themselves)
 from . import registry
 from .platform.devices import check_device
-from .registry import (POLICIES, ROOMS, algorithm_of, is_int, is_real, option_names, setting,
-                       variant_of)
+from .registry import POLICIES, ROOMS, algorithm_of, is_int, is_real, option_names, variant_of
+from .settings import LearningSettings, NetworkSettings, NormalizationSettings
 
 # SACConfig.precision -> the dtype of the networks' matrix products (None: the parameters')
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
@@ -23,7 +22,7 @@ INITIAL_VALUE_FIELDS = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "in
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig:
+class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
     """Everything about an agent that does not change while it trains.
 
     Learning rates, ``tau``, ``gamma`` and ``target_entropy`` given here are only the initial values
@@ -91,85 +90,8 @@ class SACConfig:
 
     obs_dim: int
     act_dim: int
-    hidden_sizes: Tuple[int, ...] = setting(
-        (256, 256), "hidden layer widths of each critic (and of the actor, unless "
-        "actor_hidden_sizes); with network simba or bronet one residual block per entry, all of "
-        "the same width")
-    actor_hidden_sizes: Tuple[int, ...] = setting(
-        (), "hidden layer widths of the actor (none given: hidden_sizes)")
-    network: str = setting("mlp", "architecture of the actor and the critics")
-    num_critics: int = setting(2, "critics in the ensemble (N)")
-    num_target_critics: Optional[int] = setting(
-        None, "target critics the TD target takes the min over, drawn at random from the N "
-        "(REDQ's M; none: min(2, N))")
-    gamma: float = setting(0.99, "discount factor")
-    tau: float = setting(
-        0.005, "polyak rate of the target critics, every gradient step (algorithms with target "
-        "critics)")
-    actor_lr: float = setting(3e-4, "actor learning rate")
-    critic_lr: float = setting(1e-3, "critic learning rate")
-    alpha_lr: float = setting(1e-3, "temperature learning rate")
-    init_alpha: float = setting(1.0, "initial entropy temperature")
-    learn_alpha: bool = setting(True, "tune the temperature towards the target entropy")
-    target_entropy: Optional[float] = setting(
-        None, "target entropy (none: the policy family's default times target_entropy_scale: "
-        "-act_dim, or 0.89 log n for n discrete actions)")
-    target_entropy_scale: float = setting(
-        1.0, "multiplies the default target entropy when target_entropy is none (rlpd, SimBa, "
-        "BRO: 0.5, i.e. -act_dim / 2)")
-    policy_delay: int = setting(
-        1, "critic steps per actor and temperature step (with --utd a multiple of it: that many "
-        "critic steps, then one actor step on the last batch)")
-    target_update_every: int = setting(
-        1, "gradient steps between the target networks' polyak averages (SB3's "
-        "target_update_interval; DrQ: 2)")
-    max_grad_norm: Optional[float] = setting(
-        None, "clip each network's gradient to this global norm (none: no clipping)")
-    weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay (0: Adam)")
-    weight_decay_on: str = setting(
-        "weights", "parameters weight decay applies to: weights (>= 2 dims: not biases nor "
-        "normalisation scales) or all")
-    adam_betas: Tuple[float, ...] = setting((0.9, 0.999), "Adam's beta1 beta2")
-    alpha_adam_betas: Tuple[float, ...] = setting(
-        (), "the temperature's Adam beta1 beta2 (none: adam_betas)")
-    adam_eps: float = setting(1e-8, "Adam's epsilon")
-    log_std_min: float = setting(-5.0, "lower bound of the policy's log standard deviation")
-    log_std_max: float = setting(2.0, "upper bound of the policy's log standard deviation")
-    log_std_squash: str = setting(
-        "tanh", "how the actor's raw log-std is bounded to [log_std_min, log_std_max]: tanh, a "
-        "smooth squash (CleanRL, SimBa, BRO, DrQ), or clip (SB3, sbx, REDQ, TQC, RLPD)")
-    actor_q_reduction: str = setting(
-        "min", "how the actor loss combines the critics: min or mean")
-    target_q_reduction: str = setting(
-        "min", "how the TD target combines the target critics (a random num_target_critics of "
-        "them): min (SAC, REDQ) or mean (BRO)")
-    normalize_obs: bool = setting(
-        False, "normalise observations by their running mean and std (kept in the agent's state "
-        "and checkpoints, applied when acting, training and in exports)")
-    scale_rewards: bool = setting(
-        False, "divide rewards by the running std of the discounted return (as SB3's "
-        "VecNormalize)")
-    return_bound: Optional[float] = setting(
-        None, "with scale_rewards: divide rewards by at least the largest |discounted return| "
-        "seen over this bound, so that scaled returns stay within it (SimbaV2: 5, its critics' "
-        "support; none: the std alone)")
-    lr_decay_to: float = setting(
-        1.0, "the actor's, critics' and temperature's learning rates decay linearly to this "
-        "fraction of their values over lr_decay_steps steps of their optimisers, then stay (1: "
-        "constant; SimbaV2: 0.5)")
-    lr_decay_steps: int = setting(
-        1_000_000, "optimiser steps the learning rates take to decay to lr_decay_to of their "
-        "values (SimbaV2: its run's gradient steps)")
-    lr_decay_shape: str = setting(
-        "linear", "how the learning rates decay to lr_decay_to: linear (SimbaV2) or cosine "
-        "(FlashSAC)")
-    precision: str = setting(
-        "fp32", "the networks' matrix products and convolutions: fp32, or bf16 (bfloat16 "
-        "operands; parameters, optimizer moments, activations between the products, losses, "
-        "targets and the temperature stay float32; fast on CPUs with AMX or AVX512-BF16 and on "
-        "CUDA)")
-    algorithm: str = setting("sac", "the losses update trains with")
-    encoder: str = setting("drq", "with pixels: the image encoder")
+    # the settings (funcsac.settings' groups, keyword-only), then what the environment and the
+    # code give
     image_shape: Tuple[int, ...] = ()  # (C, H, W) of uint8 images; empty: vectors of obs_dim
     state_dim: int = 0  # images: a state vector of this size beside them (dict observations)
     encoder_factory: Optional[Callable[[tuple, int], nn.Module]] = None  # None: the encoder's
@@ -215,14 +137,11 @@ class SACConfig:
         # the chosen variants' names, before the options are built
         probe = types.SimpleNamespace(**{f.name: fields.get(f.name, f.default)
                                          for f in dataclasses.fields(cls)})
-        for room in ROOMS:
-            options = variant_of(probe, room).options
-            given = {k: rest.pop(k) for k in option_names(options) if k in rest}
+        for room, (kind, given) in given_options(probe, rest).items():
             base = fields.get(f"{room}_options")
             if given:
-                fields[f"{room}_options"] = (options(**given) if base is None
+                fields[f"{room}_options"] = (kind(**given) if base is None
                                              else dataclasses.replace(base, **given))
-        _check_unchosen(rest, probe)
         return cls(**fields)
 
     def settings(self) -> dict:
@@ -235,11 +154,7 @@ class SACConfig:
 
     def option_settings(self) -> dict:
         """The chosen algorithm's, network's and encoder's options by flat name."""
-        flat = {}
-        for room in ROOMS:
-            options = getattr(self, f"{room}_options")
-            flat.update({} if options is None else dataclasses.asdict(options))
-        return flat
+        return flat_options({room: getattr(self, f"{room}_options") for room in ROOMS})
 
     @property
     def critic_outputs(self) -> int:
@@ -277,7 +192,35 @@ class SACConfig:
         return self.alpha_adam_betas or self.adam_betas
 
 
-registry.RESERVED_NAMES.update(f.name for f in dataclasses.fields(SACConfig))
+def given_options(config, given: dict) -> dict:
+    """``{room: (options class, its settings in given)}`` for the variants ``config`` chooses
+    (anything with ``policy``, ``algorithm``, ``network`` and ``encoder``; the class ``None`` for
+    a variant without options). A flat setting of ``given`` that is none of theirs is an error
+    (``_check_unchosen``)."""
+    rest, found = dict(given), {}
+    for room in ROOMS:
+        variant = variant_of(config, room)
+        taken = set(option_names(variant.options)) & set(SACConfig.__dataclass_fields__)
+        if taken:
+            raise ValueError(f"{room} {variant.name!r} has an option {sorted(taken)[0]!r}, a name "
+                             "taken by a field of SACConfig; rename it")
+        found[room] = variant.options, {k: rest.pop(k) for k in option_names(variant.options)
+                                        if k in rest}
+    _check_unchosen(rest, config)
+    return found
+
+
+def option_settings(config, given: dict) -> dict:
+    """Every option of the variants ``config`` chooses by flat name: those in ``given``, the
+    rest at the variant's defaults (``given_options``)."""
+    return flat_options({room: kind and kind(**mine)
+                         for room, (kind, mine) in given_options(config, given).items()})
+
+
+def flat_options(options: dict) -> dict:
+    """The fields of ``{room: options dataclass or None}`` by flat name."""
+    return {k: v for o in options.values() if o is not None
+            for k, v in dataclasses.asdict(o).items()}
 
 
 def _check_unchosen(rest: dict, config) -> None:

@@ -197,9 +197,6 @@ def register(variant):
 
 
 ROOMS = ("algorithm", "network", "encoder")  # the rooms whose variants own options
-# names a room's options may not take: the shared settings (SACConfig fills this in) and the
-# driver's run settings (its config fills those in)
-RESERVED_NAMES: set = set()
 
 
 def _room_of(variant) -> str:
@@ -215,12 +212,13 @@ def option_names(options: Optional[type]) -> tuple:
 
 
 def _check_option_names(room: str, variant) -> None:
-    """An option's name is not a shared setting's nor another room's option's."""
+    """An option's name is not another room's option's (a config that chooses the variant
+    checks it is none of its own fields: ``SACConfig.of``, the driver's ``TrainConfig``)."""
     for name in option_names(variant.options):
         owners = [f"{r} {v.name!r}" for r, v in variants() if r != room
                   and name in option_names(v.options)]
-        if name in RESERVED_NAMES or owners:
-            taken = owners[0] if owners else "a shared setting (SACConfig's or the run's)"
+        if owners:
+            taken = owners[0]
             raise ValueError(f"{room} {variant.name!r} has an option {name!r}, a name taken by "
                              f"{taken}; rename it")
 

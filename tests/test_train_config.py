@@ -3,13 +3,18 @@ and their help from the registered variants' options, so nothing is copied by ha
 defined here gets its flags without an edit to funcsac."""
 import dataclasses
 import json
+import math
+import re
+import shlex
 import typing
 
 import pytest
 from torch import nn
 
 import funcsac
-from funcsac.driver.cli import _train_config, build_parser
+from funcsac.driver.cli import _train_config, build_parser, main
+from funcsac.driver.flags import groups
+from funcsac.driver.presets import NEEDS_OFFLINE_DATA, PRESETS
 from funcsac.config import SACConfig
 from funcsac.driver.config import (AGENT_FIELDS, TrainConfig, help_text, load_config_file,
                                    settings)
@@ -143,9 +148,27 @@ def test_an_option_named_as_a_run_setting_is_refused():
     class Seeded:
         seed: int = setting(0, "a run setting's name")
 
-    with pytest.raises(ValueError, match="has an option 'seed', a name taken by a shared"):
-        register(Network("seeded", _wide, Seeded))
-    assert "seeded" not in NETWORKS
+    @dataclasses.dataclass(frozen=True)
+    class Gammad:
+        gamma: float = setting(0.9, "a shared setting's name")
+
+    # a config that chooses it refuses it: the core's for its fields, the driver's (its flags
+    # and its configs) for the run's settings
+    register(Network("gammad", _wide, Gammad))
+    try:
+        with pytest.raises(ValueError, match="network 'gammad' has an option 'gamma', a name "
+                                             "taken by a field of SACConfig"):
+            SACConfig.of(obs_dim=3, act_dim=1, network="gammad")
+    finally:
+        del NETWORKS["gammad"]
+    register(Network("seeded", _wide, Seeded))
+    try:
+        for make in (settings, TrainConfig):
+            with pytest.raises(ValueError, match="network 'seeded' has an option 'seed', a name "
+                                                 "taken by a setting of TrainConfig"):
+                make()
+    finally:
+        del NETWORKS["seeded"]
 
 
 def test_resume_compares_the_options_as_they_resolve():
@@ -200,3 +223,58 @@ def test_n_step_left_unset_is_the_policy_familys_and_a_resume_keeps_the_checkpoi
                                   if not k.startswith("noise_hold")})
     assert (check_resumable(cfg, older).noise_hold, check_resumable(cfg, older).noise_hold_max) == (
         0.0, 16)
+
+
+def _short_help(capsys, *flags) -> str:
+    assert main(["train", *flags, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags", [[], *(["--preset", name] for name in sorted(PRESETS)
+                                         if name not in NEEDS_OFFLINE_DATA),
+                                   ["--algorithm", "tqc", "--num-quantiles", "7"]])
+def test_the_short_help_fits_a_screen_and_its_flags_give_the_config_back(capsys, flags):
+    """``funcsac train --help`` shows, by group, the flags of the config the run would take; given
+    as they are shown they make that config."""
+    text = _short_help(capsys, *flags)
+    lines = text.splitlines()
+    assert len(lines) <= 120, len(lines)
+    start = lines.index("run:")
+    shown = lines[start:lines.index("", start)]
+    words = [w for line in shown if line.startswith("  ") for w in shlex.split(line)]
+    assert len([w for w in words if w.startswith("--")]) >= 85
+    args = build_parser().parse_args(["train", "--run-dir", "x", *words])
+    expected = _train_config(build_parser().parse_args(["train", "--run-dir", "x", *flags]))
+    assert _train_config(args).to_dict() == expected.to_dict()
+
+
+def test_the_short_help_names_the_chosen_variants_options_only(capsys):
+    text = _short_help(capsys, "--algorithm", "tqc")
+    assert "--num-quantiles 25" in text and "--drop-quantiles 2" in text
+    assert "--pessimism" not in text and "--num-quantiles" not in _short_help(capsys)
+
+
+def test_every_field_is_in_one_group_and_help_all_states_the_true_defaults(capsys):
+    every = [n for names in groups().values() for n in names]
+    fields = [f.name for f in dataclasses.fields(TrainConfig) if f.name != "options"]
+    assert sorted(every) == sorted(settings()) and len(every) == len(set(every))
+    assert set(fields) <= set(every)
+    with pytest.raises(SystemExit):
+        main(["train", "--help-all"])
+    assert "learning:" in capsys.readouterr().out
+    train = next(a for a in build_parser()._subparsers._group_actions[0].choices.values()
+                 if a.prog.endswith("train"))
+    helps = {a.dest: a.help for a in train._actions}
+    for name, default in TrainConfig.field_defaults().items():
+        if name != "options":
+            assert f"(default: {'none' if default is None else default})" in helps[name], name
+
+
+def test_the_help_states_each_policy_familys_default_target_entropy():
+    help = settings()["target_entropy"][2]
+    assert "-act_dim for continuous actions" in help
+    factor = float(re.search(r"([0-9.]+) log n for n discrete", help).group(1))
+    for n in (2, 3, 6):
+        assert funcsac.registry.POLICIES["categorical"].default_target_entropy(n) == \
+            pytest.approx(factor * math.log(n))
+    assert funcsac.registry.POLICIES["tanh_gaussian"].default_target_entropy(4) == -4

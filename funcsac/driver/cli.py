@@ -6,46 +6,24 @@ import argparse
 import dataclasses
 import json
 import sys
-import typing
 from pathlib import Path
 
 from .config import TrainConfig, load_config_file, settings
 from .factories import FACTORY_FIELDS, absolute_factory_name
+from .flags import add_settings, short_help
 from .tools.tune import SCHEDULERS
 from .presets import NEEDS_OFFLINE_DATA, PRESETS, per_task_choices, preset
-
-
-def _parse_optional(kind):
-    """A parser of ``kind`` that reads ``none`` as None (for fields that may be None)."""
-    def parse(text: str):
-        return None if text.lower() == "none" else kind(text)
-    parse.__name__ = kind.__name__
-    return parse
-
-
-def _add_setting(parser, name: str, kind, default, help: str) -> None:
-    """A flag for the setting ``name`` of type ``kind``."""
-    flag = "--" + name.replace("_", "-")
-    hint = f"{help} (default: {'none' if default is None else default})"
-    # flags not given are absent from the parsed namespace, so a given flag always wins, even
-    # when its value is None ("none")
-    if kind is bool:
-        parser.add_argument(flag, action=argparse.BooleanOptionalAction,
-                            default=argparse.SUPPRESS, help=hint)
-    elif typing.get_origin(kind) is tuple:  # Tuple[int, ...] or Tuple[float, ...]
-        parser.add_argument(flag, type=typing.get_args(kind)[0], nargs="+",
-                            default=argparse.SUPPRESS, help=hint)
-    else:
-        optional = typing.get_origin(kind) is typing.Union
-        base = typing.get_args(kind)[0] if optional else kind
-        parser.add_argument(flag, type=_parse_optional(base) if optional else base,
-                            default=argparse.SUPPRESS, help=hint)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="funcsac", description="Soft Actor-Critic on gymnasium")
     sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="train an agent")
+    train = sub.add_parser("train", help="train an agent", add_help=False)
+    train.add_argument("-h", "--help", action="store_true",
+                       help="each setting with the value this run takes, by group, in a screen")
+    train.add_argument("--help-all", action="help",
+                       help="each setting with what it means and its default; every variant's "
+                            "options")
     train.add_argument("--run-dir", required=True, help="folder for logs, checkpoints and plots")
     train.add_argument("--resume", action="store_true",
                        help="continue from RUN_DIR/checkpoint.pt with RUN_DIR/config.json")
@@ -123,15 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_settings(parser) -> None:
-    """--config, --preset and a flag per setting (``funcsac.driver.config.settings``)."""
+    """--config, --preset and a flag per setting, by group (``flags.add_settings``)."""
     parser.add_argument("--config", help="TOML or JSON file of settings (flags override it; a "
                         "preset key names a preset, as --preset)")
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help=f"a named configuration, one of {', '.join(sorted(PRESETS))} (give "
                              f"{', '.join(sorted(NEEDS_OFFLINE_DATA))} --offline-data too); "
                              "config file and flags override it")
-    for name, (kind, default, help) in settings().items():
-        _add_setting(parser, name, kind, default, help)
+    add_settings(parser)
 
 
 def _tune(args) -> None:
@@ -217,7 +194,19 @@ def _collect(args) -> None:
             args.deterministic)
 
 
+def _short_help(args) -> None:
+    """``funcsac train --help``: the settings the run would take (``flags.short_help``)."""
+    given = [f"{flag} {getattr(args, name)}" for flag, name in
+             (("--preset", "preset"), ("--config", "config")) if getattr(args, name)]
+    source = ", ".join(given) if given else "the defaults"
+    print(short_help(_train_config(args), source + (" and the flags given" if any(
+        hasattr(args, name) for name in settings()) else "")))
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["train"] and {"-h", "--help"} & set(argv) and "--run-dir" not in argv:
+        argv += ["--run-dir", "."]  # the short help needs no run directory
     args = build_parser().parse_args(argv)
     from . import plot_runs, train
     from .tools.plot import run_dirs_of
@@ -234,6 +223,8 @@ def main(argv=None) -> int:
             _export(args)
         elif args.command == "collect":
             _collect(args)
+        elif args.help:
+            _short_help(args)
         else:
             train(_train_config(args), args.run_dir, resume=args.resume, overwrite=args.overwrite)
     except ValueError as e:
