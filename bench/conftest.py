@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.platform.blas)
+import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.accel.blas)
 import torch  # noqa: E402
 
 

@@ -50,7 +50,7 @@ def _arm(phase: str, at: float, counts: dict) -> None:
     import torch
     from funcsac.driver.run import collector, learner
     from funcsac.driver.tools import evaluate
-    from funcsac.compile import stored as stored_compile
+    from funcsac.accel.compile import stored as stored_compile
 
     def counted(name, fn):
         def wrapper(*args, **kwargs):

@@ -7,15 +7,15 @@ The update is the one ``funcsac train`` runs on Pendulum-v1 (obs 3, act 1, 256x2
 import mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import statistics
 
-import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.platform.blas)
+import funcsac  # before torch, as funcsac train: MKL's kernels (funcsac.accel.blas)
 import numpy as np
 import torch
 
 from measure import count_flops, median_us
 from funcsac.driver.config import TrainConfig
 from funcsac.driver.envs.spec import EnvSpec
-from funcsac.driver.run.learner import example_batches, initial_state, step_functions
-from funcsac.compile.stored import compile_stored
+from funcsac.driver.run.step_functions import example_batches, initial_state, step_functions
+from funcsac.accel.compile.stored import compile_stored
 
 # (m, k, n) of the update's products: hidden layers, a small-K input layer, the heads, the pair
 # of critics in one product

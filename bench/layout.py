@@ -1,6 +1,6 @@
 """Each preset's compiled gradient step with its critics' wide Linear layers taking their products
-weight first (``funcsac.networks.order_products``, the default on a CPU) against every layer
-taking ``x @ W^T`` (``F.linear``), in one process, interleaved:
+weight first (``funcsac.accel.product_order.order_products``, the default on a CPU) against every
+layer taking ``x @ W^T`` (``F.linear``), in one process, interleaved:
 
     python bench/layout.py [--presets sac,crossq,tqc,simbav2,flashsac] [--precisions bf16]
                            [--min ENTRIES] [--dims 17,6] [--write]
@@ -17,10 +17,10 @@ import math
 import statistics
 
 import funcsac  # before torch, as funcsac train
-import funcsac.networks
+import funcsac.accel.product_order
 import funcsac.state
 import torch
-from funcsac.layers import weight_first_linear
+from funcsac.accel.product_order import weight_first_linear
 
 from measure import median_us
 from results_md import machine, write_block
@@ -37,15 +37,15 @@ def compiled_step(name: str, precision: str, threshold: float, dims=(17, 6)):
     settings = funcsac.TrainConfig(**{**funcsac.presets.preset(name, "HalfCheetah-v5"),
                                       "precision": precision})
     cfg = settings.sac_config(*dims)
-    default = funcsac.networks.WEIGHT_FIRST_MIN
+    default = funcsac.accel.product_order.WEIGHT_FIRST_MIN
     funcsac.state.static_for.cache_clear()  # templates built afresh under the threshold below
-    funcsac.networks.WEIGHT_FIRST_MIN = threshold
+    funcsac.accel.product_order.WEIGHT_FIRST_MIN = threshold
     try:
         state = funcsac.init_state(cfg, seed=0)
     finally:
-        funcsac.networks.WEIGHT_FIRST_MIN = default
+        funcsac.accel.product_order.WEIGHT_FIRST_MIN = default
         funcsac.state.static_for.cache_clear()
-    marked = sum(funcsac.networks.linear_of(m) is weight_first_linear
+    marked = sum(funcsac.accel.product_order.linear_of(m) is weight_first_linear
                  for m in state.static.critic.modules() if isinstance(m, torch.nn.Linear))
     step = stepper(torch.compile(funcsac.update, fullgraph=True), state,
                    random_batch(cfg, settings.batch_size))
@@ -58,7 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presets", default="sac,crossq,tqc,simbav2,flashsac")
     parser.add_argument("--precisions", default="bf16")
-    parser.add_argument("--min", type=float, default=funcsac.networks.WEIGHT_FIRST_MIN)
+    parser.add_argument("--min", type=float, default=funcsac.accel.product_order.WEIGHT_FIRST_MIN)
     parser.add_argument("--dims", type=lambda v: tuple(map(int, v.split(","))), default=(17, 6))
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()

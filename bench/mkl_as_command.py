@@ -1,5 +1,5 @@
 """Imported first by the bench scripts: MKL's kernels chosen as the ``funcsac`` command chooses
-them (``funcsac.platform.blas``: on AMD CPUs, by the verdict kept for the machine), before torch
+them (``funcsac.accel.blas``: on AMD CPUs, by the verdict kept for the machine), before torch
 loads."""
 import os
 

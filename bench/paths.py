@@ -14,7 +14,8 @@ import time
 
 import funcsac
 import torch
-from funcsac import grads, networks
+from funcsac import networks
+from funcsac.accel import grads
 
 from results_md import machine
 from workloads import random_batch

@@ -1,6 +1,6 @@
 """Two runs side by side on one CPU: env steps per second of the learning phase of one
 Pendulum-v1 run alone, and of each of two started together, under thread settings (torch's
-defaults; the ``funcsac`` command's own choice, ``funcsac.platform.threads``; OpenMP's threads
+defaults; the ``funcsac`` command's own choice, ``funcsac.accel.threads``; OpenMP's threads
 waiting passively instead of spinning; one thread each), in one run of this script:
 
     python bench/shared_cores.py [--steps 3000] [--out bench/shared_cores.json]

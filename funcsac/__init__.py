@@ -1,5 +1,5 @@
 """funcsac: Soft Actor-Critic as pure functions over an immutable state, built on torch.func."""
-from .platform import blas, threads
+from .accel import blas, threads
 
 if threads.is_command():  # the funcsac command: its threads on a shared CPU, before torch loads
     threads.prepare()
@@ -10,14 +10,14 @@ from . import architectures, encoders  # noqa: F401  (the default network and en
 from . import keys, registry
 from .acting import act
 from .batch import Batch, check_batch, map_obs
-from .compile import compile_stored, compile_update
+from .accel.compile import compile_stored, compile_update
 from .config import SACConfig
 from .losses import (ActorOut, CriticOut, Losses, actor_loss, critic_loss, soft_target,
                      td_target, temperature_loss)
 from .architectures import mlp
 from .networks import apply_actor, apply_critic, apply_critics, apply_encoder
 from .optim import AdamState, adam_init, adam_update, global_norm
-from .platform.memory import reuse_freed_memory
+from .accel.memory import reuse_freed_memory
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
 from .state import HParams, SACState, Static, check_state, init_state, reset_params
 from .utd import make_update_many, update_many

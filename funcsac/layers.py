@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from . import keys
@@ -40,15 +39,3 @@ class Residual(nn.Sequential):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + super().forward(x)
-
-
-def weight_first_linear(x: torch.Tensor, weight: torch.Tensor,
-                        bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)`` (``x [..., B, in]``, ``weight [out, in]``) computed as
-    ``(weight @ x^T)^T + bias``: the same product, whose weight gradient comes out in the
-    weight's own ``[out, in]`` layout under ``vmap`` too, where a batched ``x @ weight^T`` gives
-    it transposed (its backward's product is ``x^T @ grad``, ``[in, out]``)."""
-    if x.dim() < 2:
-        return F.linear(x, weight, bias)
-    y = (weight @ x.mT).mT
-    return y if bias is None else y + bias

@@ -27,16 +27,15 @@ between the products and the outputs keep the parameters' dtype. A template that
 ``Sequential`` runs under ``torch.autocast`` instead (its other layers then see bfloat16
 activations too) and its output is cast back.
 
-Products' order: a wide critic ensemble's Linear layers (``order_products``) take their products
-as ``(W @ x^T)^T`` on a CPU, the same values as ``x @ W^T`` up to rounding, each weight's
-gradient in the weight's own layout.
+A Linear layer's product is taken as ``funcsac.accel.product_order.linear_of`` says: ``x @ W^T``,
+or in a wide critic ensemble on a CPU ``(W @ x^T)^T``, the same values up to rounding.
 """
 from __future__ import annotations
 
 import copy
 import threading
 import weakref
-from typing import Callable, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +45,8 @@ from torch.func import functional_call, stack_module_state
 
 from . import keys
 from .batch_renorm import BatchNorm, BatchRenorm, batch_renorm
-from .layers import KeyedDropout, Residual, weight_first_linear
+from .accel.product_order import linear_of
+from .layers import KeyedDropout, Residual
 
 Params = Dict[str, torch.Tensor]
 
@@ -120,37 +120,6 @@ def set_products_dtype(template: nn.Module, dtype: Optional[torch.dtype]) -> nn.
 def products_dtype(template: nn.Module) -> Optional[torch.dtype]:
     """The dtype ``set_products_dtype`` gave ``template`` (``None``: its parameters')."""
     return getattr(template, _PRODUCTS, None)
-
-
-# a Linear layer's attribute: whether it takes its product weight first (absent: it does not)
-_WEIGHT_FIRST = "funcsac_weight_first"
-# the stacked weights of an ensemble's widest Linear layer from which all its layers take their
-# products weight first (where it pays and where not: bench/layout.py, bench/RESULTS.md)
-WEIGHT_FIRST_MIN = 2 ** 19
-
-
-def order_products(template: nn.Module, members: int, device) -> nn.Module:
-    """Mark ``template``, the network of an ensemble of ``members`` evaluated under ``vmap``
-    (before its first use), so that on a CPU, where one of its Linear layers' weights stacked
-    over the members have at least ``WEIGHT_FIRST_MIN`` entries, all its Linear layers take
-    their products weight first (``weight_first_linear``, through ``linear_of``; consecutive
-    layers then pass their activations as ``[width, B]``). Each weight's gradient then comes in
-    the weight's layout, so the optimiser's fused step streams every tensor in one order: a
-    transposed gradient beside row-major moments makes that step slower than memory allows
-    (measured in bench/layout.py); narrower ensembles, whose gradients fit the cores' caches,
-    gain nothing and are left as they are. Returns ``template``."""
-    layers = [m for m in template.modules() if isinstance(m, nn.Linear)]
-    wide = torch.device(device).type == "cpu" and any(
-        members * layer.weight.numel() >= WEIGHT_FIRST_MIN for layer in layers)
-    for layer in layers:
-        setattr(layer, _WEIGHT_FIRST, wide)
-    return template
-
-
-def linear_of(layer: nn.Linear) -> Callable:
-    """The function ``layer``'s product is taken with: ``weight_first_linear`` where
-    ``order_products`` marked it so, else ``F.linear``."""
-    return weight_first_linear if getattr(layer, _WEIGHT_FIRST, False) else F.linear
 
 
 def thread_template(template: nn.Module) -> nn.Module:

@@ -16,8 +16,9 @@ from torch import nn
 from . import keys
 from .config import PRECISIONS, SACConfig
 from .architectures import build_network
-from .networks import (Params, cast_params, decay_mask, module_params,
-                       order_products, param_shapes, set_products_dtype, stack_params)
+from .accel.product_order import order_products
+from .networks import (Params, cast_params, decay_mask, module_params, param_shapes,
+                       set_products_dtype, stack_params)
 from .normalize import init_stats
 from .optim import AdamState, adam_init
 from .platform.devices import bf16_products_slow

@@ -20,7 +20,7 @@ import torch.utils._pytree as pytree
 from . import keys
 from .batch import Batch, check_batch_structure
 from .encoders import encoder_input
-from .grads import grad_and_value
+from .accel.grads import grad_and_value
 from .losses import Losses
 from .networks import Params, apply_encoder
 from .normalize import normalize_obs, scale_reward

@@ -12,15 +12,16 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.driver.run import learner
+from funcsac.driver.run import compiled_step
+from funcsac.driver.run import step_functions as steps
 from funcsac.driver.envs.spec import EnvSpec
-from funcsac.compile.stored import artifact_path, kernel_threads
+from funcsac.accel.compile.stored import artifact_path, kernel_threads
 from helpers import TINY, eval_rows
 
 # a background compile builds into the store, which serves one torch release
-pytestmark = pytest.mark.skipif(funcsac.compile.stored._other_torch() is not None,
+pytestmark = pytest.mark.skipif(funcsac.accel.compile.stored._other_torch() is not None,
                                 reason="the compile store is written for torch "
-                                f"{funcsac.compile.stored.STORE_TORCH}")
+                                f"{funcsac.accel.compile.stored.STORE_TORCH}")
 SPEC = EnvSpec(3, 1, np.array([-2.0]), np.array([2.0]))
 NAME = "update-agents1"  # the store name of a one-agent run's update
 DISCRETE = EnvSpec(4, 2, np.array([0.0]), np.array([1.0]), "int64", discrete=True)
@@ -44,15 +45,17 @@ def test_the_child_builds_the_step_of_the_run(settings, spec):
     config = funcsac.TrainConfig(**{**TINY, **settings})
     sac_config = config.sac_config(spec.obs_dim, spec.act_dim, spec.policy)
     agents = config.num_seeds * max(1, len(config.sweep.split(",")))
-    fns = learner.step_functions(config, agents)
-    args = (learner.initial_state(config, sac_config),
-            learner.example_batches(config, spec, sac_config, agents))
+    fns = steps.step_functions(config, agents)
+    args = (steps.initial_state(config, sac_config),
+            steps.example_batches(config, spec, sac_config, agents))
     paths = {name: artifact_path(fn, args, name) for name, fn in fns.items()}
-    child_fns, child_args = learner.requested_steps(learner.build_request(config, spec, paths))
+    request = compiled_step.build_request(config, spec, paths)
+    child_fns, child_args = compiled_step.requested_steps(request)
     assert {name: artifact_path(fn, child_args, name) for name, fn in child_fns.items()} == paths
     # a request for another configuration is told apart
     other = funcsac.TrainConfig(**{**TINY, **settings, "batch_size": 16})
-    other_fns, other_args = learner.requested_steps(learner.build_request(other, spec, paths))
+    request = compiled_step.build_request(other, spec, paths)
+    other_fns, other_args = compiled_step.requested_steps(request)
     assert all(artifact_path(fn, other_args, name) != paths[name]
                for name, fn in other_fns.items())
 
@@ -83,14 +86,14 @@ def _step(monkeypatch, tmp_path, after: float, status: int):
         compiled.append(name)
         return lambda *a: "compiled"
 
-    monkeypatch.setattr(learner, "compile_stored", compile_here)
-    monkeypatch.setattr(learner, "_start_child", lambda *a: _Child(after, status))
+    monkeypatch.setattr(compiled_step, "compile_stored", compile_here)
+    monkeypatch.setattr(compiled_step, "_start_child", lambda *a: _Child(after, status))
     config = funcsac.TrainConfig(**{**TINY, "compile": True})
     sac_config = config.sac_config(3, 1)
-    fns = learner.step_functions(config, 1)
-    args = (learner.initial_state(config, sac_config),
-            learner.example_batches(config, SPEC, sac_config, 1))
-    step = learner.CompiledStep(fns, args, True, config, SPEC, tmp_path / "compile.log")
+    fns = steps.step_functions(config, 1)
+    args = (steps.initial_state(config, sac_config),
+            steps.example_batches(config, SPEC, sac_config, 1))
+    step = compiled_step.CompiledStep(fns, args, True, config, SPEC, tmp_path / "compile.log")
     return step, fns[NAME], compiled
 
 
@@ -106,7 +109,7 @@ def test_eager_until_the_child_is_done_then_compiled(monkeypatch, tmp_path, capl
 
 
 @pytest.mark.parametrize("status,match", [(1, "failed.*exit status 1"),
-                                          (learner.MISMATCH, "builds another step")])
+                                          (compiled_step.MISMATCH, "builds another step")])
 def test_a_failed_child_is_followed_by_a_compile_here(monkeypatch, tmp_path, status, match):
     step, _, compiled = _step(monkeypatch, tmp_path, after=0.0, status=status)
     time.sleep(0.01)
@@ -133,9 +136,9 @@ def test_a_run_shorter_than_the_compile_ends_eagerly_with_eager_numbers(tmp_path
                 "eval_every": 60, "seed": 4}
     funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "eager")
     made = []
-    real = learner._start_child
+    real = compiled_step._start_child
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(learner, "_start_child", lambda *a: made.append(real(*a)) or made[-1])
+        m.setattr(compiled_step, "_start_child", lambda *a: made.append(real(*a)) or made[-1])
         funcsac.train(funcsac.TrainConfig(**{**settings, "compile": True}), tmp_path / "cold")
     (child,) = made
     assert child.returncode is not None  # stopped, not left running
@@ -150,13 +153,13 @@ def test_the_store_key_holds_the_threads_the_kernels_are_for():
     under: a step compiled with 1 thread is another artifact than one with 2, and
     ``cpp.threads`` fixes the count whatever torch's."""
     import torch._inductor.config as inductor
-    from funcsac.compile.stored import artifact_key
+    from funcsac.accel.compile.stored import artifact_key
 
     config = funcsac.TrainConfig(**TINY)
     sac_config = config.sac_config(SPEC.obs_dim, SPEC.act_dim, SPEC.policy)
-    fn = learner.step_functions(config, 1)[NAME]
-    args = (learner.initial_state(config, sac_config),
-            learner.example_batches(config, SPEC, sac_config, 1))
+    fn = steps.step_functions(config, 1)[NAME]
+    args = (steps.initial_state(config, sac_config),
+            steps.example_batches(config, SPEC, sac_config, 1))
     threads = torch.get_num_threads()
     try:
         keys = {}
@@ -178,13 +181,13 @@ def test_the_child_compiles_for_the_runs_threads_not_its_own(monkeypatch, tmp_pa
     import torch._inductor.config as inductor
 
     seen = []
-    monkeypatch.setattr(learner, "watch_parent", lambda: None)
+    monkeypatch.setattr(compiled_step, "watch_parent", lambda: None)
     monkeypatch.setattr(torch, "set_flush_denormal", lambda on: True)  # the child's alone
-    monkeypatch.setattr(learner, "build", lambda r: seen.append(kernel_threads()) or 0)
+    monkeypatch.setattr(compiled_step, "build", lambda r: seen.append(kernel_threads()) or 0)
     with inductor.patch({"cpp.threads": 0}):  # and back to it after main sets it
-        request = learner.build_request(funcsac.TrainConfig(**TINY), SPEC, {})
+        request = compiled_step.build_request(funcsac.TrainConfig(**TINY), SPEC, {})
         assert request["threads"] == torch.get_num_threads()
         request["threads"] = 5
         (tmp_path / "request.json").write_text(json.dumps(request))
-        assert learner.main(str(tmp_path / "request.json")) == 0 and seen == [5]
+        assert compiled_step.main(str(tmp_path / "request.json")) == 0 and seen == [5]
     assert kernel_threads() == torch.get_num_threads()

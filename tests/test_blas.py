@@ -1,4 +1,4 @@
-"""MKL answered on AMD CPUs (``funcsac.platform.blas``): chosen before torch is imported by the
+"""MKL answered on AMD CPUs (``funcsac.accel.blas``): chosen before torch is imported by the
 funcsac command or an opt-in (never by a plain ``import funcsac``), by the setting or a measurement
 kept per machine, passed on to child processes, recorded with the numerics, and left alone wherever
 anything is unexpected."""
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from funcsac.platform import blas
+from funcsac.accel import blas
 from funcsac.platform.cpu import cpu_description
 
 # MKL answers differently only on AMD CPUs, and the library needs a C compiler
@@ -25,7 +25,7 @@ import funcsac, torch
 from funcsac.platform.numerics import numerics
 a, b = torch.randn(256, 23, dtype=torch.float64), torch.randn(23, 256, dtype=torch.float64)
 error = float((a.float() @ b.float() - a @ b).abs().max())
-print(json.dumps([funcsac.platform.blas.answered, os.environ.get("FUNCSAC_MKL_VENDOR_CHECK"),
+print(json.dumps([funcsac.accel.blas.answered, os.environ.get("FUNCSAC_MKL_VENDOR_CHECK"),
                   numerics("cpu")["mkl"], error]))
 """
 
@@ -121,7 +121,7 @@ ctypes.CDLL.__init__ = (lambda self, name, *a, **k: loaded.append(name)
                         or real_cdll(self, name, *a, **k))
 import funcsac
 print(json.dumps([started, [n for n in loaded if n and "mkl" in str(n)],
-                  dict(os.environ) == before, funcsac.platform.blas.answered]))
+                  dict(os.environ) == before, funcsac.accel.blas.answered]))
 """
 
 

@@ -99,7 +99,7 @@ def test_the_background_compile_ends_with_its_killed_run(tmp_path):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         child = _wait_for(lambda: [c for c in _children(parent.pid)
-                                   if "funcsac.driver.run.learner" in _cmdline(c)], 120.0)
+                                   if "funcsac.driver.run.compiled_step" in _cmdline(c)], 120.0)
         assert child, "the run started no background compile"
         time.sleep(3.0)  # into the compile
         assert _alive(child[0])

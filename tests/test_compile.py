@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.compile.stored import artifact_path, compile_stored
+from funcsac.accel.compile.stored import artifact_path, compile_stored
 from helpers import make_batch, small_config
 
 CFG = small_config(num_critics=3, num_target_critics=2, policy_delay=2, target_update_every=2)

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 import funcsac
-from funcsac.compile.stored import artifact_key
+from funcsac.accel.compile.stored import artifact_key
 from funcsac.driver.cli import main
 from funcsac.driver.factories import import_factory
-from funcsac.driver.run.learner import build_request, requested_steps
+from funcsac.driver.run.compiled_step import build_request, requested_steps
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "my_nets.py"
 FLAGS = ["--total-steps", "60", "--learning-starts", "30", "--batch-size", "8",
@@ -64,8 +64,8 @@ def test_the_compile_child_builds_the_same_step(tmp_path):
     (tmp_path / "request.json").write_text(json.dumps(request))
     child = subprocess.run([sys.executable, "-c", (
         "import json, sys\n"
-        "from funcsac.compile.stored import artifact_key\n"
-        "from funcsac.driver.run.learner import requested_steps\n"
+        "from funcsac.accel.compile.stored import artifact_key\n"
+        "from funcsac.driver.run.compiled_step import requested_steps\n"
         "fns, args = requested_steps(json.load(open(sys.argv[1])))\n"
         "print(*(artifact_key(fn, args, name) for name, fn in fns.items()))"),
         str(tmp_path / "request.json")],

@@ -14,7 +14,7 @@ import torch
 
 import funcsac
 from funcsac.driver.run.agents import vmap_agents
-from funcsac.compile.fingerprint import Unfingerprintable, describe, fingerprint
+from funcsac.accel.compile.fingerprint import Unfingerprintable, describe, fingerprint
 
 
 def _define(source: str, **globals_):
@@ -64,7 +64,7 @@ def test_the_same_code_has_the_same_fingerprint_in_another_process():
         import sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         from test_fingerprint import _examples
-        from funcsac.compile.fingerprint import fingerprint
+        from funcsac.accel.compile.fingerprint import fingerprint
         print(" ".join(fingerprint(x) for x in _examples()))
     """)
     env = {**os.environ, "PYTHONHASHSEED": "123"}  # other set orders than this process's

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import funcsac
-from funcsac import grads
-from funcsac.grads import grad_and_value
+from funcsac.accel import grads
+from funcsac.accel.grads import grad_and_value
 from helpers import make_batch, small_config
 
 

@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 
 import funcsac
-import funcsac.networks
+import funcsac.accel.product_order
 import funcsac.state
-from funcsac.layers import weight_first_linear
-from funcsac.networks import linear_of, order_products
+from funcsac.accel.product_order import weight_first_linear
+from funcsac.accel.product_order import linear_of, order_products
 
 from helpers import (assert_compiled_equals_eager, assert_vmap_equals_loop, make_batch, reordered,
                      small_config)
@@ -67,7 +67,7 @@ def weight_first_everywhere():
     funcsac.state.static_for.cache_clear()
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(funcsac.networks, "WEIGHT_FIRST_MIN", 0)
+            patch.setattr(funcsac.accel.product_order, "WEIGHT_FIRST_MIN", 0)
             yield
     finally:
         funcsac.state.static_for.cache_clear()

@@ -13,7 +13,8 @@ from funcsac.driver.replay.sampling import sample_batches
 from funcsac.driver.run.agents import agent_specs, split_keys
 from funcsac.driver.run.collector import Collector
 from funcsac.driver.run import learner, loop
-from funcsac.driver.run.learner import Learner, initial_state, replay_buffer
+from funcsac.driver.run.learner import Learner
+from funcsac.driver.run.step_functions import initial_state, replay_buffer
 from funcsac.driver.run.logs import Timings
 from funcsac.driver.run.progress import Progress
 from funcsac.driver.run.recorder import Recorder

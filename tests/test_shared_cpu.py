@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from funcsac.platform import threads
+from funcsac.accel import threads
 
 
 @pytest.fixture
@@ -65,6 +65,6 @@ def test_import_funcsac_outside_the_command_changes_no_threads():
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "GOMP_SPINCOUNT")}
     done = subprocess.run(
         [sys.executable, "-c", "import os, funcsac; print(os.environ.get('OMP_NUM_THREADS'), "
-         "os.environ.get('GOMP_SPINCOUNT'), funcsac.platform.threads.choice)"],
+         "os.environ.get('GOMP_SPINCOUNT'), funcsac.accel.threads.choice)"],
         env=env, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["None", "None", "None"]

@@ -19,14 +19,15 @@ import torch.utils._pytree as pytree
 import funcsac
 from funcsac.driver.run.agents import stack, vmap_agents
 import torch.utils._cxx_pytree as cxx_pytree
-from funcsac.compile.store import _load, store_dir, store_key
-from funcsac.compile.stored import _output_structure, _with_static, artifact_key, compile_stored
+from funcsac.accel.compile.store import _load, store_dir, store_key
+from funcsac.accel.compile.stored import (_output_structure, _with_static, artifact_key,
+                                          compile_stored)
 from helpers import TINY, eval_rows, make_batch, small_config
 
 # the store serves one torch release (STORE_TORCH); another compiles with torch.compile
-pytestmark = pytest.mark.skipif(funcsac.compile.stored._other_torch() is not None,
+pytestmark = pytest.mark.skipif(funcsac.accel.compile.stored._other_torch() is not None,
                                 reason="the compile store is written for torch "
-                                f"{funcsac.compile.stored.STORE_TORCH}")
+                                f"{funcsac.accel.compile.stored.STORE_TORCH}")
 
 CFG = small_config(policy_delay=2)
 
@@ -77,7 +78,8 @@ def test_0d_float64_inputs_are_stored_and_give_eagers_numbers(tmp_path, recwarn)
     state = observe(state, torch.randn(8, cfg.obs_dim), returns, torch.ones(8, dtype=bool))
     assert any(x.dim() == 0 and x.dtype == torch.float64 for x in _leaves(state.norm))
     fn = compile_stored(prepare, (state, batch), "test-float64", tmp_path)
-    assert isinstance(fn, funcsac.compile.stored.StoredFunction), [str(w.message) for w in recwarn]
+    assert isinstance(fn, funcsac.accel.compile.stored.StoredFunction), [str(w.message)
+                                                                         for w in recwarn]
     for x, y in zip(_leaves(fn(state, batch)), _leaves(prepare(state, batch))):
         assert x.shape == y.shape and x.dtype == y.dtype
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
@@ -232,9 +234,9 @@ def _double(x):
 def test_a_compiled_run_and_a_later_one_loading_the_update_train_alike(tmp_path, monkeypatch):
     """With UTD 2 and a policy delay of 2, the driver's step is update_many's block of critic
     steps and one actor step; the first run waits for its compile."""
-    from funcsac.driver.run import learner
+    from funcsac.driver.run import compiled_step
     made = []
-    monkeypatch.setattr(learner, "compile_stored",
+    monkeypatch.setattr(compiled_step, "compile_stored",
                         lambda *a, **k: made.append(compile_stored(*a, **k)) or made[-1])
     cfg = funcsac.TrainConfig(**{**TINY, "compile": True, "compile_in_background": False},
                               env_id="Pendulum-v1", utd=2,
@@ -382,7 +384,7 @@ def test_the_store_drops_what_is_old_or_beyond_its_size_and_stale_build_folders(
     for name, age in (("update-x.pt2.abc.tmp", 2), ("update-y.pt2.def.tmp", 0.1)):
         (tmp_path / name).write_bytes(b"half")  # a killed writer's; one being written
         os.utime(tmp_path / name, (now - age * day,) * 2)
-    removed = funcsac.compile.store.prune_store(tmp_path, keep=just, now=now, max_bytes=100)
+    removed = funcsac.accel.compile.store.prune_store(tmp_path, keep=just, now=now, max_bytes=100)
     assert set(removed) == {old, big, tmp_path / ".update-old-a", tmp_path / ".update-kept-stale",
                             tmp_path / ".update-gone-x", tmp_path / "update-x.pt2.abc.tmp"}
     assert sorted(p.name for p in tmp_path.iterdir()) == [

@@ -1,4 +1,4 @@
-"""What CPU this is, from ``/proc/cpuinfo``, without importing torch (``funcsac.platform.blas``
+"""What CPU this is, from ``/proc/cpuinfo``, without importing torch (``funcsac.accel.blas``
 reads it before torch loads)."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What floating-point results depend on beyond a computation's inputs: the torch build, the CPU's
-instruction set, MKL's kernels (``funcsac.platform.blas``), the intra-op threads and the GPU. BLAS
+instruction set, MKL's kernels (``funcsac.accel.blas``), the intra-op threads and the GPU. BLAS
 (MKL), oneDNN and inductor choose kernels by instruction set, shape and thread count, and torch's
 reductions split their work by thread, so the same inputs give bitwise the same results only where
 all of these are equal."""
@@ -9,7 +9,7 @@ from typing import Dict, List
 
 import torch
 
-from . import blas
+from ..accel import blas
 from .cpu import cpu_description, flags_digest
 
 

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from ... import keys
-from ...platform import threads
-from ...platform.memory import reuse_freed_memory
+from ...accel import threads
+from ...accel.memory import reuse_freed_memory
 from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
 from ...state import SACState, reset_params
@@ -43,7 +43,8 @@ from .callbacks import Callback
 from .checkpoint import (CHECKPOINT, CheckpointError, load_checkpoint, restore_state,
                          save_checkpoint, state_leaves)
 from .collector import Collector
-from .learner import Learner, initial_state, replay_buffer
+from .learner import Learner
+from .step_functions import initial_state, replay_buffer
 from .logs import Timings
 from .progress import Progress, crossed
 from .recorder import Recorder

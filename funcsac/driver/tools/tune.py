@@ -170,7 +170,7 @@ def _trainable(settings: TuneSettings):
 
 def _init_ray(address: Optional[str]) -> None:
     """Connect to (or start) Ray. Each trial compiles into its machine's private compile store
-    (``funcsac.compile.store.store_dir``, never the shared storage: a stored function runs as
+    (``funcsac.accel.compile.store.store_dir``, never the shared storage: a stored function runs as
     code), which the trials on one machine share, so each configuration is compiled once per
     machine."""
     import ray

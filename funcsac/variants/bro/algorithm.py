@@ -36,7 +36,7 @@ from torch import nn
 from ... import keys
 from ...architectures import build_network
 from ...batch import Batch
-from ...grads import grad_and_value
+from ...accel.grads import grad_and_value
 from ...losses import ActorOut, CriticOut, Losses, alpha_temperature_loss, policy_loss, soft_target
 from ...networks import Params, apply_network, decay_mask, module_params
 from ...policy import actor_gaussian

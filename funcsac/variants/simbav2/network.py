@@ -31,7 +31,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...architectures import equal_widths
-from ...networks import Params, linear_of
+from ...accel.product_order import linear_of
+from ...networks import Params
 from ...registry import POLICIES, Network, is_int, is_real, register, setting
 
 EPS = 1e-8  # the smallest norm a vector is divided by

@@ -33,7 +33,7 @@ from typing import Optional
 
 import torch
 
-from ..platform.files import cache_folder, write_atomically, written_temporary
+from ...platform.files import cache_folder, write_atomically, written_temporary
 
 STORE_ENV = "FUNCSAC_COMPILE_STORE"
 KEY_FILE, KEY_BYTES, MAC_BYTES = "key", 32, 32

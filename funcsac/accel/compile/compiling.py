@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.utils._pytree as pytree
 
-from ..updates import update as default_update
+from ...updates import update as default_update
 
 
 def compile_update(fn=default_update, mode=None, **options):

@@ -43,10 +43,10 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from .children import start_child
-from .cpu import cpu_description, flags_digest
+from ..platform.children import start_child
+from ..platform.cpu import cpu_description, flags_digest
 from .threads import is_command
-from .files import cache_folder, write_atomically
+from ..platform.files import cache_folder, write_atomically
 
 ENV = "FUNCSAC_MKL_VENDOR_CHECK"
 CHOICES = ("auto", "answered", "shipped")

@@ -7,7 +7,7 @@ from typing import Callable
 import optree
 import torch
 
-from .registry import NAMESPACE
+from ..registry import NAMESPACE
 
 
 def untransformed() -> bool:

@@ -4,8 +4,8 @@ code, inputs and machine (about two seconds) instead of compiling again (tens of
 ``compile_stored(fn, args, name)`` compiles ``fn`` ahead of time with AOTInductor for the exact
 pytree structure, shapes, dtypes and devices of ``args`` and saves it under a key made of
 ``name``, that structure (the configs' static fields included), what ``fn`` computes and the code
-each state's config chooses (``funcsac.compile.fingerprint`` of ``fn``, of the algorithm's record
-(``funcsac.registry.algorithm_of``: its losses and settings), of the policy family and of the
+each state's config chooses (``funcsac.accel.compile.fingerprint`` of ``fn``, of the algorithm's
+record (``funcsac.registry.algorithm_of``: its losses and settings), of the policy family and of the
 network factories: their code, closures and the functions they call, user code included),
 funcsac's own source files, the torch, numpy, optree and Python versions and the machine (CPU
 flags, GPU model). The saved function has no guards: each call checks that its inputs still have
@@ -18,7 +18,7 @@ hyperparameters (``INITIAL_VALUE_FIELDS``): runs that differ only in those share
 function, so a stored function must read them from ``state.hparams``, never from the config, as
 funcsac's own functions do.
 
-The store is a private folder of signed files (``funcsac.compile.store``).
+The store is a private folder of signed files (``funcsac.accel.compile.store``).
 
 Where the store cannot be used (a torch other than the release it is written for,
 ``STORE_TORCH``; ``fn`` or the code its inputs choose cannot be fingerprinted; the store is
@@ -44,10 +44,10 @@ import torch.utils._cxx_pytree as cxx_pytree  # optree's speed, and dynamo trace
 from torch._guards import TracingContext, tracing
 from torch._subclasses import FakeTensorMode
 
-from ..config import INITIAL_VALUE_FIELDS
-from ..platform.cpu import cpu_description
-from ..registry import NAMESPACE, POLICIES, algorithm_of, variant_of
-from ..state import SACState, static_for
+from ...config import INITIAL_VALUE_FIELDS
+from ...platform.cpu import cpu_description
+from ...registry import NAMESPACE, POLICIES, algorithm_of, variant_of
+from ...state import SACState, static_for
 from .compiling import compile_update
 from .fingerprint import Unfingerprintable, fingerprint
 from .store import _load, _save, prune_store, store_dir, store_key
