@@ -19,7 +19,8 @@ from .networks import apply_actor, apply_critic, apply_critics, apply_encoder
 from .optim import AdamState, adam_init, adam_update, global_norm
 from .accel.memory import reuse_freed_memory
 from .policy import tanh_gaussian_log_prob, tanh_gaussian_sample
-from .state import HParams, SACState, Static, check_state, init_state, reset_params
+from .reset import reset_params
+from .state import HParams, SACState, Static, check_state, init_state
 from .utd import make_update_many, update_many
 from .registry import ALGORITHMS_BY_POLICY, Algorithm, losses_for, register
 from .steps import actor_step, critic_step, prepare, temperature_step

@@ -20,12 +20,7 @@ guaranteed: compiling (a first call or a recompile) in several threads at once, 
 itself does not promise, and CUDA graphs (``mode="reduce-overhead"``) from several threads. A change
 made to a shared template after a thread copied it (such as ``.eval()``) does not reach the copy.
 
-Precision: a template marked with ``set_products_dtype`` (``SACConfig.precision="bf16"``) takes
-its matrix products and convolutions, forward and backward, with operands in that dtype (the
-hardware accumulates in float32) and casts each result back, so the parameters, the activations
-between the products and the outputs keep the parameters' dtype. A template that is not a plain
-``Sequential`` runs under ``torch.autocast`` instead (its other layers then see bfloat16
-activations too) and its output is cast back.
+Precision: a template's matrix products take the dtype ``funcsac.precision`` marked it with.
 
 A Linear layer's product is taken as ``funcsac.accel.product_order.linear_of`` says: ``x @ W^T``,
 or in a wide critic ensemble on a CPU ``(W @ x^T)^T``, the same values up to rounding.
@@ -47,6 +42,7 @@ from . import keys
 from .batch_renorm import BatchNorm, BatchRenorm, batch_renorm
 from .accel.product_order import linear_of
 from .layers import KeyedDropout, Residual
+from .precision import product, products_dtype
 
 Params = Dict[str, torch.Tensor]
 
@@ -106,22 +102,6 @@ def cast_params(params: Params, device, dtype) -> Params:
 
 
 _THREAD = threading.local()
-# a template's attribute: the dtype of its matrix products (absent: its parameters' dtype)
-_PRODUCTS = "funcsac_products_dtype"
-
-
-def set_products_dtype(template: nn.Module, dtype: Optional[torch.dtype]) -> nn.Module:
-    """Mark ``template`` (before its first use) to take its matrix products and convolutions in
-    ``dtype`` (``None``: its parameters' dtype). Returns ``template``."""
-    setattr(template, _PRODUCTS, dtype)
-    return template
-
-
-def products_dtype(template: nn.Module) -> Optional[torch.dtype]:
-    """The dtype ``set_products_dtype`` gave ``template`` (``None``: its parameters')."""
-    return getattr(template, _PRODUCTS, None)
-
-
 def thread_template(template: nn.Module) -> nn.Module:
     """This thread's own copy of ``template`` (made on first use; ``template`` itself while
     compiling), for ``functional_call`` to swap tensors into without racing other threads. The
@@ -207,10 +187,10 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
     for name, layer in template.named_children():
         kind, at = type(layer), f"{prefix}{name}."
         if kind is nn.Linear:
-            x = _product(products, linear_of(layer), x, params[f"{at}weight"],
+            x = product(products, linear_of(layer), x, params[f"{at}weight"],
                          params.get(f"{at}bias"))
         elif kind is nn.Conv2d:
-            x = _product(products, F.conv2d, x, params[f"{at}weight"], params.get(f"{at}bias"),
+            x = product(products, F.conv2d, x, params[f"{at}weight"], params.get(f"{at}bias"),
                          layer.stride, layer.padding, layer.dilation, layer.groups)
         elif kind is nn.LayerNorm:
             x = F.layer_norm(x, layer.normalized_shape, params.get(f"{at}weight"),
@@ -228,16 +208,6 @@ def _run_plain(template: nn.Sequential, params: Params, x: torch.Tensor,
         else:
             x = layer(x)
     return x
-
-
-def _product(products: Optional[torch.dtype], op, x: torch.Tensor, weight: torch.Tensor,
-             bias: Optional[torch.Tensor], *args) -> torch.Tensor:
-    """``op(x, weight, bias, *args)`` (a linear layer's or a convolution's) with its operands in
-    ``products`` (``None``: as they are), the result in ``x``'s dtype."""
-    if products is None:
-        return op(x, weight, bias, *args)
-    return op(x.to(products), weight.to(products), None if bias is None else bias.to(products),
-              *args).to(x.dtype)
 
 
 def apply_network(template: nn.Module, params: Params, x: torch.Tensor,

@@ -14,11 +14,11 @@ import torch.utils._pytree as torch_pytree
 from torch import nn
 
 from . import keys
-from .config import PRECISIONS, SACConfig
+from .config import SACConfig
 from .architectures import build_network
 from .accel.product_order import order_products
-from .networks import (Params, cast_params, decay_mask, module_params, param_shapes,
-                       set_products_dtype, stack_params)
+from .networks import Params, cast_params, decay_mask, module_params, param_shapes, stack_params
+from .precision import PRECISIONS, set_products_dtype
 from .normalize import init_stats
 from .optim import AdamState, adam_init
 from .platform.devices import bf16_products_slow
@@ -248,33 +248,6 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
                               extra, namespace=NAMESPACE),
         static=static,
     )
-
-
-# the fields ``reset_params`` draws afresh
-RESET_FIELDS = ("actor", "critic", "target_critic", "actor_opt", "critic_opt", "alpha_opt",
-                "encoder", "target_encoder", "extra", "log_alpha")
-
-
-def reset_params(state: SACState) -> SACState:
-    """``state`` with its networks started over, as BRO's resets do (Nauman et al. 2024): new
-    actor and critic weights, targets equal to the new critics, zero Adam moments and counts,
-    the temperature back at ``config.init_alpha`` and the algorithm's own state (``extra``)
-    fresh (the fields ``RESET_FIELDS``).
-
-    The weights are those ``init_state`` draws from a seed made of a key split off
-    ``state.key``, which moves on; the step count, the dynamic hyperparameters and the running
-    statistics stay. A stack of states (a leading agent axis, as ``vmap`` takes them) resets each
-    agent from its own key. Eager only: it seeds torch's initialisers on the host.
-    """
-    if state.step.dim() > 0:
-        agents = [optree.tree_map(lambda x: x[i], state, namespace=NAMESPACE)
-                  for i in range(state.step.shape[0])]
-        return optree.tree_map(lambda *xs: torch.stack(xs), *map(reset_params, agents),
-                               namespace=NAMESPACE)
-    key, k_reset = keys.split(state.key, 2)
-    high, low = k_reset.tolist()
-    fresh = init_state(state.config, seed=(high << 32) | low)
-    return state.replace(key=key, **{name: getattr(fresh, name) for name in RESET_FIELDS})
 
 
 def _check_params(name: str, params: Params, template: nn.Module, lead: tuple) -> None:

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 import funcsac
-from funcsac.networks import apply_network, set_products_dtype
+from funcsac.networks import apply_network
+from funcsac.precision import set_products_dtype
 from funcsac.platform import devices
 from helpers import BACKENDS, assert_compiled_equals_eager, make_batch, reordered, small_config
 

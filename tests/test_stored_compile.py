@@ -20,8 +20,8 @@ import funcsac
 from funcsac.driver.run.agents import stack, vmap_agents
 import torch.utils._cxx_pytree as cxx_pytree
 from funcsac.accel.compile.store import _load, store_dir, store_key
-from funcsac.accel.compile.stored import (_output_structure, _with_static, artifact_key,
-                                          compile_stored)
+from funcsac.accel.compile.arguments import _output_structure, _with_static
+from funcsac.accel.compile.stored import artifact_key, compile_stored
 from helpers import TINY, eval_rows, make_batch, small_config
 
 # the store serves one torch release (STORE_TORCH); another compiles with torch.compile

@@ -26,7 +26,8 @@ from ...accel import threads
 from ...accel.memory import reuse_freed_memory
 from ...platform.numerics import numerics, numerics_differences
 from ...registry import POLICIES
-from ...state import SACState, reset_params
+from ...reset import reset_params
+from ...state import SACState
 from ..config import TrainConfig
 from ..envs.dmc import reference_action_repeat
 from ..envs.make import make_eval_env, make_vector_env
