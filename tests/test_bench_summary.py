@@ -1,11 +1,12 @@
-"""bench/summarize.py turns pytest-benchmark JSON into the results table, targets and chart."""
+"""bench/benchmarks/summarize.py turns pytest-benchmark JSON into the results table, targets and
+chart."""
 import json
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "bench"))
-import summarize  # noqa: E402
-from results_md import write_block  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))  # the repository: bench
+from bench.benchmarks import summarize  # noqa: E402
+from bench.common.results_md import write_block  # noqa: E402
 
 
 def _bench(name, median, **info):

@@ -24,7 +24,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = {
     "pip install": "an install: .ci/run runs README's install commands in fresh environments",
     "python -m pytest": "the suite itself",
-    "python bench/": "a benchmark (bench/), run apart from the suite",
+    "python -m bench.": "a benchmark (bench/), run apart from the suite",
     "ray start": "starts a Ray cluster's server",
     "tensorboard ": "starts a web server",
     "funcsac tune --address": "joins a Ray cluster",

@@ -74,7 +74,7 @@ def command_line_flags() -> set:
                 for sub in action.choices.values():
                     yield from walk(sub)
 
-    bench = {flag for script in (ROOT / "bench").glob("*.py")
+    bench = {flag for script in (ROOT / "bench").rglob("*.py")
              for flag in re.findall(r"add_?(?:argument|option)\(\s*\"(--[a-z0-9-]+)\"",
                                      script.read_text())}
     return set(walk(build_parser())) | bench

@@ -116,11 +116,12 @@ def test_a_run_directory_that_turns_read_only_stops_the_run_and_keeps_its_checkp
 
 @pytest.mark.slow
 def test_runs_killed_at_random_points_resume_bitwise(tmp_path):
-    """bench/faults.py on a small budget: a run killed with SIGKILL in each phase (the compile
+    """bench/campaigns/faults.py on a small budget: a run killed with SIGKILL in each phase (the
+    compile
     aside: minutes) resumes to the uninterrupted run's final state and evaluations, bit for
     bit; and the comparison tells a different run apart."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    import faults
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: bench
+    from bench.campaigns import faults
     phases = ("collect", "update", "evaluate", "checkpoint", "chunk")
     result = faults.campaign(len(phases), seed=1, total_steps=800, phases=phases, work=tmp_path)
     assert [r["phase"] for r in result["runs"]] == list(phases)

@@ -1,4 +1,5 @@
-"""bench/gpu.sh, the one-call GPU run, as its CPU dry run: the CUDA tests (skipped here), the
+"""bench/studies/gpu.sh, the one-call GPU run, as its CPU dry run: the CUDA tests (skipped
+here), the
 update rows, two short training runs stopped by their time budget, the JSON and the PNG."""
 import json
 import os
@@ -14,7 +15,7 @@ ROOT = Path(__file__).parent.parent
 def test_the_gpu_script_dry_runs_on_the_cpu(tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "gpu"
-    subprocess.run(["bash", str(ROOT / "bench" / "gpu.sh"), str(out), "--device", "cpu",
+    subprocess.run(["bash", str(ROOT / "bench" / "studies" / "gpu.sh"), str(out), "--device", "cpu",
                     "--tiny", "--rollout-s", "4"], check=True, cwd=tmp_path, timeout=600,
                    env={**os.environ, "PYTHON": sys.executable})
     assert "skipped" in (out / "cuda-tests.txt").read_text().splitlines()[-1]

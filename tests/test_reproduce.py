@@ -1,4 +1,5 @@
-"""docs/reproduce.md: its tables are what bench/reproduce.py writes from the campaigns' results,
+"""docs/reproduce.md: its tables are what bench/campaigns/reproduce.py writes from the
+campaigns' results,
 and each command on it, run through funcsac's command line, is the configuration the campaign
 ran."""
 import os
@@ -14,11 +15,11 @@ PAGE = ROOT / "docs" / "reproduce.md"
 
 @pytest.fixture
 def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT))
     # the bench's first import sets this variable; the test's end restores it
     monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
                        os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
-    import reproduce
+    from bench.campaigns import reproduce
     return reproduce
 
 
@@ -40,7 +41,7 @@ def test_the_page_is_what_the_results_give(bench, tmp_path):
     page = tmp_path / "reproduce.md"
     shutil.copy(PAGE, page)
     bench.main([str(page)])
-    assert page.read_text() == PAGE.read_text(), "run python bench/reproduce.py"
+    assert page.read_text() == PAGE.read_text(), "run python -m bench.campaigns.reproduce"
 
 
 def test_each_command_is_the_configuration_the_campaign_ran(bench):

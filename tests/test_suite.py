@@ -1,4 +1,5 @@
-"""bench/suite.py runs a tiny MuJoCo campaign, is interrupted, and continues where it stopped:
+"""bench/campaigns/suite.py runs a tiny MuJoCo campaign, is interrupted, and continues where it
+stopped:
 the resumed campaign's results equal an uninterrupted one's, its wall time counts both pieces,
 and the report names the task."""
 import importlib.util
@@ -13,20 +14,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+BENCH_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}  # a child imports bench from anywhere
 pytest.importorskip("mujoco")
 
 
 @pytest.fixture
 def bench_imports(monkeypatch):
     """bench/ importable, and the variable the bench's first import sets restored at the end."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT))
     monkeypatch.setenv("FUNCSAC_MKL_VENDOR_CHECK",
                        os.environ.get("FUNCSAC_MKL_VENDOR_CHECK", "auto"))
 
 
 def suite_command(tmp_path: Path, name: str) -> list:
     peers = "sbx" if importlib.util.find_spec("sbx") else "none"
-    return [sys.executable, str(ROOT / "bench" / "suite.py"), "--budget", "2000", "--tasks",
+    return [sys.executable, "-m", "bench.campaigns.suite", "--budget", "2000", "--tasks",
             "Hopper-v5", "--algos", "sac", "--num-seeds", "1", "--eager", "--peers", peers,
             "--results", str(tmp_path / f"{name}.jsonl"), "--runs-dir", str(tmp_path / name),
             "--results-md", str(tmp_path / f"{name}.md")]
@@ -38,9 +40,9 @@ def rows(path: Path) -> list:
 
 @pytest.mark.slow
 def test_a_campaign_interrupted_and_run_again_equals_one_run_straight(tmp_path):
-    subprocess.run(suite_command(tmp_path, "straight"), check=True, cwd=tmp_path)
+    subprocess.run(suite_command(tmp_path, "straight"), check=True, cwd=tmp_path, env=BENCH_ENV)
     command = suite_command(tmp_path, "pieces")
-    first = subprocess.Popen(command, cwd=tmp_path)
+    first = subprocess.Popen(command, cwd=tmp_path, env=BENCH_ENV)
     checkpoints = []
     while first.poll() is None and not checkpoints:
         time.sleep(0.5)
@@ -48,7 +50,7 @@ def test_a_campaign_interrupted_and_run_again_equals_one_run_straight(tmp_path):
     first.send_signal(signal.SIGTERM)
     assert first.wait() != 0 and checkpoints, "the campaign ended before it could be interrupted"
     assert rows(tmp_path / "pieces.jsonl") == []
-    subprocess.run(command, check=True, cwd=tmp_path)
+    subprocess.run(command, check=True, cwd=tmp_path, env=BENCH_ENV)
     straight = {r["library"]: r for r in rows(tmp_path / "straight.jsonl")}
     pieces = {r["library"]: r for r in rows(tmp_path / "pieces.jsonl")}
     assert set(pieces) == set(straight) and pieces["funcsac"]["pieces"] == 2
@@ -64,9 +66,9 @@ def test_a_like_for_like_row_runs_funcsac_at_the_peers_settings_beside_the_peers
     """``sac@sbx``: funcsac at sbx's SAC settings (learning rates 3e-4, log-std clipped to
     [-20, 2], lecun-normal)."""
     out = tmp_path / "out.json"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "suite_child.py"), "funcsac",
+    subprocess.run([sys.executable, "-m", "bench.campaigns.suite_child", "funcsac",
                     "Pendulum-v1", "sac@sbx", "400", "1", str(tmp_path / "run"), str(out),
-                    "--eager"], check=True, cwd=tmp_path)
+                    "--eager"], check=True, cwd=tmp_path, env=BENCH_ENV)
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert {k: saved[k] for k in ("actor_lr", "critic_lr", "alpha_lr", "log_std_squash",
                                   "log_std_min", "weight_init")} == {
@@ -80,7 +82,7 @@ def test_each_like_sbx_setting_is_a_valid_run_against_an_sbx_peer(bench_imports)
     run of its preset on the campaign's tasks."""
     import funcsac
     from funcsac.driver.presets import preset
-    from suite_child import LIKE_SBX, SBX
+    from bench.campaigns.suite_child import LIKE_SBX, SBX
     for algo, (peer, name, settings, _) in LIKE_SBX.items():
         assert peer in SBX, algo
         for task in ("HalfCheetah-v5", "Hopper-v5"):
@@ -101,7 +103,7 @@ def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(bench_imports):
 
     import funcsac
     from funcsac.state import init_state
-    from suite_child import LIKE_SBX, SBX
+    from bench.campaigns.suite_child import LIKE_SBX, SBX
     peer, name, settings, _ = LIKE_SBX["simba@sbx"]
     algo, peer_settings = SBX[peer]
     model = getattr(sbx, algo)(peer_settings["policy"], gym.make("HalfCheetah-v5"),
@@ -136,8 +138,8 @@ def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(bench_
     FlashSAC's published results; ``flashsac-held-random``: with its random actions held; each
     with FlashSAC's published figure beside it and no sbx peer."""
     import funcsac
-    from suite import published_figure
-    from suite_child import SBX, peer_of, preset_and_settings
+    from bench.campaigns.suite import published_figure
+    from bench.campaigns.suite_child import SBX, peer_of, preset_and_settings
     for algo, expected in [("flashsac-bf16", ("small", -5.0, 0.0, False)),
                            ("flashsac-unit-head-bf16", ("unit", -10.0, 2.0, False)),
                            ("flashsac-held-random-bf16", ("small", -5.0, 0.0, True))]:
@@ -154,7 +156,7 @@ def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(bench_
 def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(bench_imports):
     """``ALGO-bf16``: ALGO's preset, settings, peer and campaign settings, with ``precision``
     bf16 added (a preset's own batch and start kept, as without the suffix)."""
-    from suite_child import campaign_settings, peer_of, preset_and_settings
+    from bench.campaigns.suite_child import campaign_settings, peer_of, preset_and_settings
     for algo in ("sac", "flashsac", "crossq@sbx", "tqc@sbx", "flashsac-unit-head"):
         name, settings = preset_and_settings(algo)
         assert preset_and_settings(algo + "-bf16") == (name, {**settings, "precision": "bf16"})
@@ -169,7 +171,7 @@ def test_any_algorithm_with_the_bf16_suffix_is_the_same_run_with_bf16_products(b
 def test_a_published_seed_range_holds_its_mean_and_stands_beside_it(bench_imports):
     """Where a result file gives each seed, the table shows the lowest and highest beside the
     mean, and the mean lies between them."""
-    from published import AT_100K, SEED_RANGE_100K, published_table
+    from bench.campaigns.published import AT_100K, SEED_RANGE_100K, published_table
     methods = {(name, setting): figures for (name, setting, _), figures in AT_100K.items()}
     table = published_table()
     for method, ranges in SEED_RANGE_100K.items():
@@ -181,7 +183,7 @@ def test_a_published_seed_range_holds_its_mean_and_stands_beside_it(bench_import
 def test_each_row_stands_beside_its_own_methods_published_figure(bench_imports):
     """At 100k a preset's row shows its paper's figure (FlashSAC's for flashsac, with or without
     bf16 or sbx's settings), a preset without one MR.Q's, and a budget no one published none."""
-    from suite import published_figure
+    from bench.campaigns.suite import published_figure
     assert published_figure("flashsac-bf16", "HalfCheetah-v5", 100_000) == "9,815 (FlashSAC)"
     assert published_figure("simbav2-utd1", "Hopper-v5", 100_000) == "893 (SimbaV2)"
     assert published_figure("sac@sbx", "Walker2d-v5", 100_000) == "690 (SAC)"
@@ -201,7 +203,7 @@ def test_seeds_run_in_pieces_of_seeds_pool_in_the_report_and_none_runs_twice(ben
     """``--first-seed``: a row's seeds can run a few at a time, each piece its own row; the
     report pools them (mean over all seeds, walls summed), and a run whose seeds a finished row
     already holds is refused before anything starts."""
-    import suite
+    from bench.campaigns import suite
     results = tmp_path / "suite.jsonl"
     results.write_text("".join(json.dumps(r) + "\n" for r in (
         _row([1], [1000.0]), _row([2, 3], [2000.0, 3000.0]))))
@@ -220,7 +222,7 @@ def test_seeds_run_in_pieces_of_seeds_pool_in_the_report_and_none_runs_twice(ben
 def test_a_rows_two_sides_can_run_in_different_sittings(bench_imports, monkeypatch, tmp_path):
     """``--peers none`` runs funcsac's side of a row alone and ``--peers only`` sbx's, one
     process a seed; together they run what the default runs, nothing twice."""
-    import suite
+    from bench.campaigns import suite
     ran = []
 
     def fake_child(args, run_dir, flags, pieces):
@@ -246,8 +248,8 @@ def test_each_row_says_what_differs_from_its_sbx_side(bench_imports, tmp_path):
     """The report's last column: an ``ALGO@sbx`` row's remaining difference (``LIKE_SBX``), a
     plain preset's own settings, bf16 products where the row has them, and ``-`` where sbx has no
     such algorithm."""
-    import suite
-    from suite_child import LIKE_SBX, differs_from_sbx
+    from bench.campaigns import suite
+    from bench.campaigns.suite_child import LIKE_SBX, differs_from_sbx
     assert all(differs for *_, differs in LIKE_SBX.values())
     assert "orthogonal" in differs_from_sbx("simba@sbx")
     assert differs_from_sbx("tqc@sbx") == "none known"
@@ -268,7 +270,7 @@ def test_a_row_names_each_sides_cpu_where_its_sides_ran_on_different_cpus(bench_
                                                                            tmp_path):
     """A row whose runs all ran on one CPU names it; a row whose sides ran on different CPUs
     names each side's and gives no wall ratio."""
-    import suite
+    from bench.campaigns import suite
     amd = "AMD EPYC (AVX-512, AVX512-BF16), 2 cores"
     results = tmp_path / "suite.jsonl"
     results.write_text("".join(json.dumps({**_row([1], [1000.0]), **change}) + "\n" for change in (

@@ -4,7 +4,7 @@ torch's CPU build multiplies matrices with Intel's MKL, which picks its kernels 
 the CPU is Intel's (``mkl_serv_intel_cpu_true``); on an AMD CPU it answers no and runs a generic
 path, whatever the CPU's instruction set. A shared library of two functions answering yes, loaded
 with global symbols before torch, makes MKL run the kernels of the CPU's instruction set (what
-that gained: ``bench/ANALYSIS.md``).
+that gained: ``bench/results/ANALYSIS.md``).
 
 ``import funcsac`` does none of this by itself: ``prepare()`` runs before torch is imported
 only in the ``funcsac`` command (``funcsac ...``, ``python -m funcsac ...``) and where

@@ -55,7 +55,7 @@ from .store import _load, _save, prune_store, store_dir, store_key
 
 # the wrapper (the C++ that calls the kernels) is built without optimisation or precompiled
 # headers: seconds less to compile, the same update time. The kernels stay vectorised (scalar
-# loops left to g++ compile faster but run slower: bench/ANALYSIS.md)
+# loops left to g++ compile faster but run slower: bench/results/ANALYSIS.md)
 # the torch release whose ahead-of-time compile and loading (private parts included) the store
 # is written for; under another, functions are compiled with torch.compile (inductor's own cache)
 STORE_TORCH = "2.13"

@@ -16,7 +16,7 @@ from ...registry import register_preset
 # that ran the published results, Holiday-Robot/FlashSAC layer.py:111-142, had unit-norm mean
 # and log-std layers and the log-std in [-10, 2] (--policy-head unit --log-std-min -10
 # --log-std-max 2),
-# which learnt HalfCheetah-v5 well below this head here: bench/RESULTS.md), no observation
+# which learnt HalfCheetah-v5 well below this head here: bench/results/RESULTS.md), no observation
 # normalisation (the input's batch normalisation does it), rewards divided by max(std of the
 # discounted return, its largest |value| / 5) (normalized_G_max
 # 5), Adam with learning rates 3e-4 decayed along a cosine to 1.5e-4 over 1M steps of each
