@@ -7,8 +7,8 @@ gets a whole ``update`` (d = 1; a d that does not divide, or an algorithm with a
 own: the actor steps where ``update`` counts them).
 
 Under ``torch.compile`` the critic steps run in ``torch._higher_order_ops.scan``, which traces the
-step once (an unrolled loop compiles in time growing with the steps; bench/results/RESULTS.md). Eagerly
-they run in a Python loop.
+step once (an unrolled loop compiles in time growing with the steps; bench/results/RESULTS.md).
+Eagerly they run in a Python loop.
 """
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ gain of at least 10% (the figures are in bench/results/RESULTS.md and bench/resu
   (bench/studies/paths.py).
 - ``product_order``: a wide critic ensemble's Linear products weight first on a CPU
   (bench/studies/layout.py).
-- ``blas``: MKL's own kernels on AMD CPUs, kept per machine where faster (bench/results/ANALYSIS.md).
+- ``blas``: MKL's own kernels on AMD CPUs, kept per machine where faster
+  (bench/results/ANALYSIS.md).
 - ``memory``: freed memory kept for reuse instead of returned and faulted in again
   (bench/studies/memory_reuse.py).
 - ``threads``: the ``funcsac`` command's threads on a shared CPU (bench/studies/shared_cores.py).

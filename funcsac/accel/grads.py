@@ -42,7 +42,8 @@ def grad_and_value(loss_fn: Callable) -> Callable:
     Eager calls outside any transform take a tensor copy of each parameter that requires grad and
     call ``torch.autograd.grad`` on it: the same operations and numbers, without functorch
     wrapping every operation of the forward and backward passes (what it saves:
-    ``bench/studies/paths.py``, figures in bench/results/RESULTS.md). Compiled code, calls under ``vmap`` or
+    ``bench/studies/paths.py``, figures in bench/results/RESULTS.md). Compiled code, calls under
+    ``vmap`` or
     ``grad``, and calls whose inputs are tracked by autograd take ``torch.func`` itself.
     """
     transformed = torch.func.grad_and_value(loss_fn, has_aux=True)

@@ -5,7 +5,8 @@ wide presets' sizes) and frees the old ones. glibc's ``malloc`` serves a block a
 threshold (128 KiB, raised as large blocks are freed) with pages fresh from the kernel, and gives
 the top of its heap back once more than twice that lies free there, so a wide update can fault in
 and zero every page it allocates on every call; how often depends on the process's history
-(what that costs a wide preset's step: ``bench/studies/memory_reuse.py``, ``bench/results/ANALYSIS.md``).
+(what that costs a wide preset's step: ``bench/studies/memory_reuse.py``,
+``bench/results/ANALYSIS.md``).
 PyTorch's CPU tuning guide advises an allocator that reuses memory (jemalloc, tcmalloc) for the
 same reason; ``reuse_freed_memory`` gets that from glibc itself.
 """

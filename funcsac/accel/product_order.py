@@ -1,7 +1,7 @@
 """The order of a Linear layer's product: ``x @ W^T``, or weight first, ``(W @ x^T)^T``, for the
 layers of a wide critic ensemble on a CPU. The same values up to rounding; weight first, each
-weight's gradient comes in the weight's own layout under ``vmap`` (measured: bench/studies/layout.py,
-bench/results/RESULTS.md)."""
+weight's gradient comes in the weight's own layout under ``vmap`` (measured:
+bench/studies/layout.py, bench/results/RESULTS.md)."""
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -13,7 +13,8 @@ from torch import nn
 # a Linear layer's attribute: whether it takes its product weight first (absent: it does not)
 _WEIGHT_FIRST = "funcsac_weight_first"
 # the stacked weights of an ensemble's widest Linear layer from which all its layers take their
-# products weight first (where it pays and where not: bench/studies/layout.py, bench/results/RESULTS.md)
+# products weight first (where it pays and where not: bench/studies/layout.py,
+# bench/results/RESULTS.md)
 WEIGHT_FIRST_MIN = 2 ** 19
 
 
@@ -25,8 +26,8 @@ def order_products(template: nn.Module, members: int, device) -> nn.Module:
     layers then pass their activations as ``[width, B]``). Each weight's gradient then comes in
     the weight's layout, so the optimiser's fused step streams every tensor in one order: a
     transposed gradient beside row-major moments makes that step slower than memory allows
-    (measured in bench/studies/layout.py); narrower ensembles, whose gradients fit the cores' caches,
-    gain nothing and are left as they are. Returns ``template``."""
+    (measured in bench/studies/layout.py); narrower ensembles, whose gradients fit the cores'
+    caches, gain nothing and are left as they are. Returns ``template``."""
     layers = [m for m in template.modules() if isinstance(m, nn.Linear)]
     wide = torch.device(device).type == "cpu" and any(
         members * layer.weight.numel() >= WEIGHT_FIRST_MIN for layer in layers)

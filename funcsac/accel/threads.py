@@ -2,7 +2,8 @@
 
 torch starts one intra-op thread per core, and OpenMP's threads spin while they wait for the
 others; two processes that each want every core keep stopping each other (two Pendulum-v1 runs
-on 2 cores: each at 0.21 of one alone, ``bench/results/RESULTS.md``). ``prepare()`` therefore, in the
+on 2 cores: each at 0.21 of one alone, ``bench/results/RESULTS.md``). ``prepare()`` therefore,
+in the
 ``funcsac`` command (``funcsac ...``, ``python -m funcsac ...``) and unless
 ``FUNCSAC_THREADS=fixed`` or the user set them:
 

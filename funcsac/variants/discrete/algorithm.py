@@ -63,7 +63,8 @@ class Categorical(PolicyFamily):
     0.25 log n with 1-step ones, stay at -500; 0.25 and 0.1 log n with 3-step reach -75 to -90.
     With those two, 2,000 random steps before training let 5 of 6 seeds reach -120 or better
     within 25,000 steps (seeds 1-6), 5,000 let 1 of 6 (rl-baselines3-zoo's DQN starts after 0 or
-    1,000; ``bench/campaigns/discrete.py`` has the comparison with DQN). Where the goal is far, as on
+    1,000; ``bench/campaigns/discrete.py`` has the comparison with DQN). Where the goal is far,
+    as on
     MountainCar-v0, actions drawn afresh each step dither in place and never reach it (0 times
     in 20,000 uniformly random steps, 3 seeds); held ones swing the car, reaching it 4-8 times
     in as many steps, and the held noise brought MountainCar seeds 1-3 from -200, -148, -200 to
