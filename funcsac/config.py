@@ -11,7 +11,7 @@ from torch import nn
 from . import registry
 from .platform.devices import check_device
 from .config_checks import require, validate_config
-from .registry import POLICIES, ROOMS, algorithm_of, is_int, is_real, option_names, variant_of
+from .registry import POLICIES, COMPONENTS, algorithm_of, is_int, is_real, option_names, variant_of
 from .settings import LearningSettings, NetworkSettings, NormalizationSettings
 
 ModuleFactory = Callable[[int, int, tuple], nn.Module]
@@ -118,10 +118,10 @@ class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
             object.__setattr__(self, "target_entropy",
                                self.target_entropy_scale
                                * POLICIES[self.policy].default_target_entropy(self.act_dim))
-        for room in ROOMS:  # None: the chosen variant's default options
-            kind = _options_kind(self, room)
-            if getattr(self, f"{room}_options") is None and kind is not None:
-                object.__setattr__(self, f"{room}_options", kind())
+        for component in COMPONENTS:  # None: the chosen variant's default options
+            kind = _options_kind(self, component)
+            if getattr(self, f"{component}_options") is None and kind is not None:
+                object.__setattr__(self, f"{component}_options", kind())
         validate_config(self)
 
     @classmethod
@@ -136,10 +136,10 @@ class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
         # the chosen variants' names, before the options are built
         probe = types.SimpleNamespace(**{f.name: fields.get(f.name, f.default)
                                          for f in dataclasses.fields(cls)})
-        for room, (kind, given) in given_options(probe, rest).items():
-            base = fields.get(f"{room}_options")
+        for component, (kind, given) in given_options(probe, rest).items():
+            base = fields.get(f"{component}_options")
             if given:
-                fields[f"{room}_options"] = (kind(**given) if base is None
+                fields[f"{component}_options"] = (kind(**given) if base is None
                                              else dataclasses.replace(base, **given))
         return cls(**fields)
 
@@ -153,7 +153,7 @@ class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
 
     def option_settings(self) -> dict:
         """The chosen algorithm's, network's and encoder's options by flat name."""
-        return flat_options({room: getattr(self, f"{room}_options") for room in ROOMS})
+        return flat_options({c: getattr(self, f"{c}_options") for c in COMPONENTS})
 
     @property
     def critic_outputs(self) -> int:
@@ -192,18 +192,18 @@ class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
 
 
 def given_options(config, given: dict) -> dict:
-    """``{room: (options class, its settings in given)}`` for the variants ``config`` chooses
+    """``{component: (options class, its settings in given)}`` for the variants ``config`` chooses
     (anything with ``policy``, ``algorithm``, ``network`` and ``encoder``; the class ``None`` for
     a variant without options). A flat setting of ``given`` that is none of theirs is an error
     (``_check_unchosen``)."""
     rest, found = dict(given), {}
-    for room in ROOMS:
-        variant = variant_of(config, room)
+    for component in COMPONENTS:
+        variant = variant_of(config, component)
         taken = set(option_names(variant.options)) & set(SACConfig.__dataclass_fields__)
         if taken:
-            raise ValueError(f"{room} {variant.name!r} has an option {sorted(taken)[0]!r}, a name "
-                             "taken by a field of SACConfig; rename it")
-        found[room] = variant.options, {k: rest.pop(k) for k in option_names(variant.options)
+            raise ValueError(f"{component} {variant.name!r} has an option {sorted(taken)[0]!r}, "
+                             "a name taken by a field of SACConfig; rename it")
+        found[component] = variant.options, {k: rest.pop(k) for k in option_names(variant.options)
                                         if k in rest}
     _check_unchosen(rest, config)
     return found
@@ -212,12 +212,12 @@ def given_options(config, given: dict) -> dict:
 def option_settings(config, given: dict) -> dict:
     """Every option of the variants ``config`` chooses by flat name: those in ``given``, the
     rest at the variant's defaults (``given_options``)."""
-    return flat_options({room: kind and kind(**mine)
-                         for room, (kind, mine) in given_options(config, given).items()})
+    return flat_options({component: kind and kind(**mine)
+                         for component, (kind, mine) in given_options(config, given).items()})
 
 
 def flat_options(options: dict) -> dict:
-    """The fields of ``{room: options dataclass or None}`` by flat name."""
+    """The fields of ``{component: options dataclass or None}`` by flat name."""
     return {k: v for o in options.values() if o is not None
             for k, v in dataclasses.asdict(o).items()}
 
@@ -232,15 +232,15 @@ def _check_unchosen(rest: dict, config) -> None:
                              f"the registered variants ({', '.join(sorted(owners))})")
         _, _, by = owners[name]
         if value not in by.values():
-            chosen = ", ".join(f"{r} {getattr(config, r)!r}" for r in ROOMS)
+            chosen = ", ".join(f"{r} {getattr(config, r)!r}" for r in COMPONENTS)
             raise ValueError(f"{name} is an option of {' and '.join(by)}, which this config "
                              f"does not choose ({chosen}); got {name}={value!r}")
 
 
-def _options_kind(cfg: SACConfig, room: str) -> Optional[type]:
-    """The options dataclass of the variant ``cfg`` chooses in ``room`` (``None``: it has none,
+def _options_kind(cfg: SACConfig, component: str) -> Optional[type]:
+    """The options dataclass of the variant ``cfg`` chooses in ``component`` (``None``: it has none,
     or ``cfg`` names no registered variant, which ``validate_config`` reports)."""
     try:
-        return variant_of(cfg, room).options
+        return variant_of(cfg, component).options
     except (ValueError, TypeError):
         return None

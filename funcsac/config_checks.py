@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .precision import PRECISIONS
-from .registry import ROOMS, algorithm_of, is_int, is_real, variant_of
+from .registry import COMPONENTS, algorithm_of, is_int, is_real, variant_of
 
 
 def require(ok: bool, field: str, message: str, value) -> None:
@@ -14,15 +14,15 @@ def require(ok: bool, field: str, message: str, value) -> None:
 
 
 def _check_variants(cfg) -> None:
-    """Each room's variant holds options of its own kind and takes the config (its own
+    """Each component's variant holds options of its own kind and takes the config (its own
     ``check`` and its options')."""
-    for room in ROOMS:
-        variant, name = variant_of(cfg, room), f"{room}_options"
+    for component in COMPONENTS:
+        variant, name = variant_of(cfg, component), f"{component}_options"
         options, kind = getattr(cfg, name), variant.options
         require(options is None if kind is None else isinstance(options, kind), name,
-                 f"must be {'None' if kind is None else 'a ' + kind.__qualname__} for {room} "
+                 f"must be {'None' if kind is None else 'a ' + kind.__qualname__} for {component} "
                  f"{variant.name!r}", options)
-        if room != "algorithm":  # the algorithm's check runs last, on a config checked whole
+        if component != "algorithm":  # the algorithm's check runs last, on a config checked whole
             variant.check(cfg)
         if hasattr(options, "check"):
             options.check(cfg)

@@ -8,7 +8,7 @@ Options: a variant's settings are a frozen dataclass of its own (``Algorithm.opt
 ``Network.options``, ``Encoder.options``), whose fields are made with ``setting`` (a default and
 a help line) and which may define ``check(self, config)`` raising ``ValueError``. A config holds
 the chosen variants' options (``SACConfig.algorithm_options``, ...); flat settings (the command
-line, config files, presets) name an option by its field name, which is unique across rooms.
+line, config files, presets) name an option by its field name, which is unique across components.
 """
 from __future__ import annotations
 
@@ -183,26 +183,26 @@ def register(variant):
     """Make an ``Algorithm`` available as ``SACConfig.algorithm`` for its policy family (which
     must be registered), a ``Network`` as ``SACConfig.network``, an ``Encoder`` as
     ``SACConfig.encoder``; returns it. ``ValueError`` if its options' names are taken by another
-    room's options or by the shared settings."""
-    room = _room_of(variant)
-    if room == "algorithm" and variant.policy not in ALGORITHMS_BY_POLICY:
+    component's options or by the shared settings."""
+    component = _component_of(variant)
+    if component == "algorithm" and variant.policy not in ALGORITHMS_BY_POLICY:
         raise ValueError(f"algorithm {variant.name!r} names the policy {variant.policy!r}, "
                          f"which is not registered; registered: {sorted(POLICIES)}")
-    _check_option_names(room, variant)
-    if room == "algorithm":
+    _check_option_names(component, variant)
+    if component == "algorithm":
         ALGORITHMS_BY_POLICY[variant.policy][variant.name] = variant
     else:
-        {"network": NETWORKS, "encoder": ENCODERS}[room][variant.name] = variant
+        {"network": NETWORKS, "encoder": ENCODERS}[component][variant.name] = variant
     return variant
 
 
-ROOMS = ("algorithm", "network", "encoder")  # the rooms whose variants own options
+COMPONENTS = ("algorithm", "network", "encoder")  # the components whose variants own options
 
 
-def _room_of(variant) -> str:
-    for room, kind in zip(ROOMS, (Algorithm, Network, Encoder)):
+def _component_of(variant) -> str:
+    for component, kind in zip(COMPONENTS, (Algorithm, Network, Encoder)):
         if isinstance(variant, kind):
-            return room
+            return component
     raise TypeError(f"register takes an Algorithm, a Network or an Encoder, got {variant!r}")
 
 
@@ -211,20 +211,20 @@ def option_names(options: Optional[type]) -> tuple:
     return () if options is None else tuple(f.name for f in dataclasses.fields(options))
 
 
-def _check_option_names(room: str, variant) -> None:
-    """An option's name is not another room's option's (a config that chooses the variant
+def _check_option_names(component: str, variant) -> None:
+    """An option's name is not another component's option's (a config that chooses the variant
     checks it is none of its own fields: ``SACConfig.of``, the driver's ``TrainConfig``)."""
     for name in option_names(variant.options):
-        owners = [f"{r} {v.name!r}" for r, v in variants() if r != room
+        owners = [f"{r} {v.name!r}" for r, v in variants() if r != component
                   and name in option_names(v.options)]
         if owners:
             taken = owners[0]
-            raise ValueError(f"{room} {variant.name!r} has an option {name!r}, a name taken by "
-                             f"{taken}; rename it")
+            raise ValueError(f"{component} {variant.name!r} has an option {name!r}, a name taken "
+                             f"by {taken}; rename it")
 
 
 def variants():
-    """Every registered ``(room, variant)`` that may own options."""
+    """Every registered ``(component, variant)`` that may own options."""
     for table in ALGORITHMS_BY_POLICY.values():
         yield from (("algorithm", a) for a in table.values())
     yield from (("network", n) for n in NETWORKS.values())
@@ -233,27 +233,27 @@ def variants():
 
 def option_fields() -> Dict[str, tuple]:
     """Every registered variant's option by its flat name: ``(dataclasses.Field, type hint,
-    owners)``, ``owners`` mapping the ``"room 'name'"`` of each variant that has it to its
+    owners)``, ``owners`` mapping the ``"component 'name'"`` of each variant that has it to its
     default there (two algorithms may share an option, each with a default of its own)."""
     found: Dict[str, tuple] = {}
-    for room, v in variants():
+    for component, v in variants():
         if v.options is None:
             continue
         hints = typing.get_type_hints(v.options)
         for f in dataclasses.fields(v.options):
             field, hint, owners = found.get(f.name, (f, hints[f.name], {}))
-            found[f.name] = (field, hint, {**owners, f"{room} {v.name!r}": f.default})
+            found[f.name] = (field, hint, {**owners, f"{component} {v.name!r}": f.default})
     return found
 
 
-def variant_of(config, room: str):
-    """The variant ``config`` chooses in ``room`` (``"algorithm"``, ``"network"`` or
+def variant_of(config, component: str):
+    """The variant ``config`` chooses in ``component`` (``"algorithm"``, ``"network"`` or
     ``"encoder"``); ``ValueError`` listing the registered ones otherwise."""
-    if room == "algorithm":
+    if component == "algorithm":
         return algorithm_of(config)
-    table, name = {"network": NETWORKS, "encoder": ENCODERS}[room], getattr(config, room)
+    table, name = {"network": NETWORKS, "encoder": ENCODERS}[component], getattr(config, component)
     if name not in table:
-        raise ValueError(f"SACConfig.{room} must be one of {sorted(table)}, got {name!r}")
+        raise ValueError(f"SACConfig.{component} must be one of {sorted(table)}, got {name!r}")
     return table[name]
 
 
@@ -275,11 +275,11 @@ def losses_for(config):
     return algorithm_of(config).losses
 
 
-def room_help(room: str) -> str:
-    """The registered variants of ``room`` with their help, for the command line."""
-    if room == "algorithm":
+def component_help(component: str) -> str:
+    """The registered variants of ``component`` with their help, for the command line."""
+    if component == "algorithm":
         return algorithm_help()
-    table = {"network": NETWORKS, "encoder": ENCODERS}[room]
+    table = {"network": NETWORKS, "encoder": ENCODERS}[component]
     return "; ".join(f"{n}: {v.help}" if v.help else n for n, v in table.items())
 
 

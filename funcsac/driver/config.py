@@ -16,7 +16,7 @@ import torch
 
 from .. import registry
 from ..config import SACConfig, option_settings
-from ..registry import POLICIES, ROOMS, room_help
+from ..registry import POLICIES, COMPONENTS, component_help
 from ..settings import LearningSettings, NetworkSettings, NormalizationSettings
 from ..state import HParams
 from .envs.dmc import reference_action_repeat
@@ -191,7 +191,7 @@ def settings() -> Dict[str, tuple]:
 
 
 def help_text(name: str) -> str:
-    """The command-line help of a setting; a room's lists what is registered now, an option
+    """The command-line help of a setting; a component's lists what is registered now, an option
     says whose it is."""
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     if name in fields:
@@ -202,7 +202,7 @@ def help_text(name: str) -> str:
 
 def _field_help(field: dataclasses.Field) -> str:
     text = field.metadata["help"]
-    return f"{text}, one of: {room_help(field.name)}" if field.name in ROOMS else text
+    return f"{text}, one of: {component_help(field.name)}" if field.name in COMPONENTS else text
 
 
 def _option_help(field: dataclasses.Field, owners: dict) -> str:

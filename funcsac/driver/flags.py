@@ -11,7 +11,7 @@ import textwrap
 import typing
 
 from .. import registry
-from ..registry import ROOMS
+from ..registry import COMPONENTS
 from .config import TrainConfig, settings
 from .presets import PRESETS
 
@@ -20,15 +20,15 @@ WIDTH = 100
 
 def groups() -> dict:
     """``{title: [setting names]}`` in ``TrainConfig``'s order (its groups' ``GROUP``, those of
-    one title together), then one group per room's options."""
+    one title together), then one group per component's options."""
     found: dict = {}
     for base in reversed(TrainConfig.__mro__):
         if dataclasses.is_dataclass(base) and "GROUP" in vars(base):
             found.setdefault(base.GROUP, []).extend(
                 f.name for f in dataclasses.fields(base) if f.name in vars(base)["__annotations__"])
     for name, (_, _, owners) in registry.option_fields().items():
-        room = next(iter(owners)).split()[0]
-        found.setdefault(f"{room} options", []).append(name)
+        component = next(iter(owners)).split()[0]
+        found.setdefault(f"{component} options", []).append(name)
     return found
 
 
@@ -87,7 +87,7 @@ def short_help(config: TrainConfig, source: str) -> str:
     options only."""
     values = {**{f.name: getattr(config, f.name) for f in dataclasses.fields(config)},
               **config.options}
-    chosen = ", ".join(f"{room} {getattr(config, room)}" for room in ROOMS)
+    chosen = ", ".join(f"{component} {getattr(config, component)}" for component in COMPONENTS)
     lines = ["usage: funcsac train --run-dir DIR [--preset NAME] [--config FILE] "
              "[--resume | --overwrite] [--SETTING VALUE ...]", "",
              f"Each setting with the value this run takes ({source}; {chosen}). `none` leaves a "
@@ -100,9 +100,9 @@ def short_help(config: TrainConfig, source: str) -> str:
             lines.append(f"{title}:")
             lines += packed([shown(n, values[n]) for n in names])
     lines += [""] + packed(["presets:", *sorted(PRESETS)], first="")
-    for room in ROOMS:
-        lines += packed([f"{room}s:", *sorted({v.name for r, v in registry.variants()
-                                                if r == room})], first="")
+    for component in COMPONENTS:
+        lines += packed([f"{component}s:", *sorted({v.name for r, v in registry.variants()
+                                                if r == component})], first="")
     return "\n".join(lines)
 
 
