@@ -101,7 +101,9 @@ def cast_params(params: Params, device, dtype) -> Params:
             for k, v in params.items()}
 
 
-_THREAD = threading.local()
+_THREAD = threading.local()  # each thread's copies of the templates
+
+
 def thread_template(template: nn.Module) -> nn.Module:
     """This thread's own copy of ``template`` (made on first use; ``template`` itself while
     compiling), for ``functional_call`` to swap tensors into without racing other threads. The
