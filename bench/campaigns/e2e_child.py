@@ -11,10 +11,11 @@ the process started, and the final return over 10 deterministic episodes on seed
 import bench.common.mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import csv
 import json
-import resource
 import sys
 import tempfile
 import time
+
+from bench.common.rss import peak_rss_mib
 
 PROCESS_START = time.perf_counter()  # as near the process start as Python allows
 
@@ -125,7 +126,7 @@ def main(library: str, task_name: str, seed: int, out: str) -> None:
         result = run_peer(library, task, seed)
     result.update(library=library, task=task_name, seed=seed, steps=task["total_steps"],
                   in_process_s=time.perf_counter() - PROCESS_START,
-                  peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+                  peak_rss_mib=peak_rss_mib())
     with open(out, "w") as f:
         json.dump(result, f)
 

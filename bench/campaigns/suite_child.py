@@ -16,11 +16,11 @@ the phase split, and the peak RSS of this process.
 """
 import bench.common.mkl_as_command  # noqa: F401  first: MKL's kernels as the funcsac command picks them
 import json
-import resource
 import sys
 import time
 from pathlib import Path
 
+from bench.common.rss import peak_rss_mib
 from bench.campaigns.e2e_child import evaluate  # episodes on seeds 10,000, 10,001, ... as e2e.py's
 
 PROCESS_START = time.perf_counter()
@@ -223,7 +223,7 @@ def main(argv) -> None:
     else:
         (seed,) = seeds
         result = run_sbx(task, algo, budget, seed, run_dir)
-    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_rss_mib"] = peak_rss_mib()
     out.write_text(json.dumps(result))
 
 
