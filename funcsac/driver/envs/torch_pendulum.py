@@ -1,0 +1,89 @@
+"""Gymnasium's Pendulum-v1 for N pendulums at once, in torch on any device (a ``BatchedEnv``).
+
+Each row steps as ``gymnasium.envs.classic_control.PendulumEnv`` under its 200-step time limit:
+the torque clipped to [-2, 2], the cost ``angle_normalize(th)^2 + 0.1 thdot^2 + 0.001 u^2``,
+``thdot`` integrated with ``dt`` 0.05 and clipped to [-8, 8], then ``th``; observations
+``[cos th, sin th, thdot]``. In float64 a row's state and reward are gymnasium's to rounding
+(the two libraries' ``sin``, ``cos`` and ``%`` may differ in the last bit). A new episode draws
+``th`` in [-pi, pi] and ``thdot`` in [-1, 1] uniformly from the env's key (``funcsac.keys``), not
+from numpy's generator: the same seed gives other first states than gymnasium's.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ... import keys
+from .batched import BatchedStep
+
+MAX_SPEED, MAX_TORQUE, DT, G, M, L = 8.0, 2.0, 0.05, 10.0, 1.0, 1.0
+EPISODE_STEPS = 200  # gymnasium's TimeLimit for Pendulum-v1
+
+
+def angle_normalize(x: torch.Tensor) -> torch.Tensor:
+    """``x`` wrapped into [-pi, pi), as gymnasium's ``angle_normalize``."""
+    return torch.remainder(x + math.pi, 2 * math.pi) - math.pi
+
+
+def pendulum_step(th: torch.Tensor, thdot: torch.Tensor, u: torch.Tensor):
+    """One step of gymnasium's Pendulum-v1 dynamics for rows ``th, thdot, u [N]``: ``(new th,
+    new thdot, reward)``, all ``[N]``."""
+    u = u.clamp(-MAX_TORQUE, MAX_TORQUE)
+    costs = angle_normalize(th) ** 2 + 0.1 * thdot ** 2 + 0.001 * u ** 2
+    new_thdot = thdot + (3 * G / (2 * L) * torch.sin(th) + 3.0 / (M * L ** 2) * u) * DT
+    new_thdot = new_thdot.clamp(-MAX_SPEED, MAX_SPEED)
+    return th + new_thdot * DT, new_thdot, -costs
+
+
+class TorchPendulum:
+    """``num_envs`` Pendulum-v1 rows on ``device`` in ``dtype`` (float64 for exactness tests,
+    float32 for training), autoreset in the same step after 200 steps (they never terminate)."""
+
+    obs_dim, act_dim = 3, 1
+
+    def __init__(self, num_envs: int, device="cpu", dtype=torch.float32):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.num_envs, self.device, self.dtype = num_envs, torch.device(device), dtype
+        self.action_low = torch.full((1,), -MAX_TORQUE, dtype=dtype, device=self.device)
+        self.action_high = -self.action_low
+        self.th = self.thdot = self.key = None
+        self.t = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+
+    def _first_states(self, n: int):
+        """``n`` first states ``(th, thdot)``, uniform in [-pi, pi] x [-1, 1]; the key moves on."""
+        self.key, k = keys.split(self.key, 2)
+        u = keys.uniform(k, (n, 2), self.dtype) * 2 - 1
+        return u[:, 0] * math.pi, u[:, 1]
+
+    def observe(self, th: torch.Tensor, thdot: torch.Tensor) -> torch.Tensor:
+        return torch.stack([torch.cos(th), torch.sin(th), thdot], dim=-1)
+
+    def reset(self, seed: int) -> torch.Tensor:
+        self.key = keys.make_key(seed, self.device)
+        self.th, self.thdot = self._first_states(self.num_envs)
+        self.t.zero_()
+        return self.observe(self.th, self.thdot)
+
+    def set_state(self, th: torch.Tensor, thdot: torch.Tensor) -> torch.Tensor:
+        """Put every row in the given state ``[N]`` after ``reset`` (as a test copies
+        gymnasium's); returns the observations."""
+        self.th, self.thdot = th.to(self.device, self.dtype), thdot.to(self.device, self.dtype)
+        return self.observe(self.th, self.thdot)
+
+    def step(self, action: torch.Tensor) -> BatchedStep:
+        if self.th is None:
+            raise RuntimeError("TorchPendulum.step before reset")
+        if action.shape != (self.num_envs, 1):
+            raise ValueError(f"actions must be [{self.num_envs}, 1], got {list(action.shape)}")
+        th, thdot, reward = pendulum_step(self.th, self.thdot, action[:, 0].to(self.dtype))
+        final = self.observe(th, thdot)
+        self.t += 1
+        truncated = self.t >= EPISODE_STEPS
+        fresh_th, fresh_thdot = self._first_states(self.num_envs)  # drawn every step: no sync
+        self.th = torch.where(truncated, fresh_th, th)
+        self.thdot = torch.where(truncated, fresh_thdot, thdot)
+        self.t = torch.where(truncated, 0, self.t)
+        terminated = torch.zeros_like(truncated)
+        return BatchedStep(self.observe(self.th, self.thdot), reward, terminated, truncated, final)
