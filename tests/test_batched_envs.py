@@ -69,7 +69,7 @@ def test_a_row_starts_its_next_episode_in_the_step_its_time_runs_out():
         assert not step.truncated.any()
         torch.testing.assert_close(step.obs, step.final_obs, rtol=0, atol=0)
     last = env.step(zero)
-    assert last.truncated.all() and (env.t == 0).all()
+    assert last.truncated.all() and env.t == 0
     assert not torch.equal(last.obs, last.final_obs)  # the new episode's first observation
     th = torch.atan2(last.obs[:, 1], last.obs[:, 0])
     assert (th.abs() <= math.pi).all() and (last.obs[:, 2].abs() <= 1).all()

@@ -38,7 +38,9 @@ def pendulum_step(th: torch.Tensor, thdot: torch.Tensor, u: torch.Tensor):
 
 class TorchPendulum:
     """``num_envs`` Pendulum-v1 rows on ``device`` in ``dtype`` (float64 for exactness tests,
-    float32 for training), autoreset in the same step after 200 steps (they never terminate)."""
+    float32 for training), autoreset in the same step after 200 steps. Rows never terminate and
+    start together, so they end their episodes together: the step count ``t`` is one number on
+    the host, and a step reads nothing back from the device."""
 
     obs_dim, act_dim = 3, 1
 
@@ -49,7 +51,7 @@ class TorchPendulum:
         self.action_low = torch.full((1,), -MAX_TORQUE, dtype=dtype, device=self.device)
         self.action_high = -self.action_low
         self.th = self.thdot = self.key = None
-        self.t = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self.t = 0  # steps into every row's episode
 
     def _first_states(self, n: int):
         """``n`` first states ``(th, thdot)``, uniform in [-pi, pi] x [-1, 1]; the key moves on."""
@@ -63,7 +65,7 @@ class TorchPendulum:
     def reset(self, seed: int) -> torch.Tensor:
         self.key = keys.make_key(seed, self.device)
         self.th, self.thdot = self._first_states(self.num_envs)
-        self.t.zero_()
+        self.t = 0
         return self.observe(self.th, self.thdot)
 
     def set_state(self, th: torch.Tensor, thdot: torch.Tensor) -> torch.Tensor:
@@ -80,10 +82,9 @@ class TorchPendulum:
         th, thdot, reward = pendulum_step(self.th, self.thdot, action[:, 0].to(self.dtype))
         final = self.observe(th, thdot)
         self.t += 1
-        truncated = self.t >= EPISODE_STEPS
-        fresh_th, fresh_thdot = self._first_states(self.num_envs)  # drawn every step: no sync
-        self.th = torch.where(truncated, fresh_th, th)
-        self.thdot = torch.where(truncated, fresh_thdot, thdot)
-        self.t = torch.where(truncated, 0, self.t)
-        terminated = torch.zeros_like(truncated)
-        return BatchedStep(self.observe(self.th, self.thdot), reward, terminated, truncated, final)
+        ended = self.t >= EPISODE_STEPS
+        self.th, self.thdot = self._first_states(self.num_envs) if ended else (th, thdot)
+        self.t = 0 if ended else self.t
+        truncated = torch.full((self.num_envs,), ended, device=self.device)
+        return BatchedStep(final if not ended else self.observe(self.th, self.thdot), reward,
+                           torch.zeros_like(truncated), truncated, final)
