@@ -144,7 +144,7 @@ def _train_config(args) -> TrainConfig:
                 print(f"funcsac: {line}")
     values.update(given)
     data = values.get("offline_data")
-    if named in NEEDS_OFFLINE_DATA and not data:
+    if named in NEEDS_OFFLINE_DATA and not data and not getattr(args, "help", False):
         raise ValueError(f"--preset {named} needs --offline-data PATH (a .npz from "
                          "`funcsac collect` or a Minari dataset)")
     if data and isinstance(data, str):  # absolute: found by --resume and Tune trials elsewhere
