@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..platform.devices import check_device
+from .envs.make import BATCHED_ENVS
 from .factories import FACTORY_FIELDS, check_factory_name
 from .run.agents import parse_sweep
 
@@ -65,6 +66,7 @@ def check_train_config(config) -> None:
                              f"{value!r}")
     _check_offline(config)
     _check_pixels(config)
+    _check_batched(config)
     if config.dtype not in ("float32", "float64"):
         raise ValueError("TrainConfig.dtype must be 'float32' or 'float64', got "
                          f"{config.dtype!r}")
@@ -72,6 +74,25 @@ def check_train_config(config) -> None:
     if config.batch_size > config.buffer_size:
         raise ValueError(f"TrainConfig.batch_size ({config.batch_size}) must not exceed "
                          f"buffer_size ({config.buffer_size})")
+
+
+def _check_batched(config) -> None:
+    """An environment stepped on tensors (``envs.make.BATCHED_ENVS``) takes what its collect
+    stage does: 1-step transitions, vector observations, rows in this process, same-step
+    autoreset."""
+    if config.env_id not in BATCHED_ENVS:
+        return
+    refused = {"n_step": (config.n_step not in (None, 1), "1", "n-step returns are queued "
+                          "through numpy"),
+               "pixels": (config.pixels, "false", "its rows observe vectors"),
+               "async_envs": (config.async_envs, "false", "its rows step in this process"),
+               "autoreset_mode": (config.autoreset_mode != "same-step", "same-step", "its rows "
+                                  "start their next episode in the step the last one ends")}
+    for name, (wrong, expected, why) in refused.items():
+        if wrong:
+            raise ValueError(f"TrainConfig.{name} must be {expected} with {config.env_id}, an "
+                             f"environment stepped on tensors ({why}); got "
+                             f"{getattr(config, name)!r}")
 
 
 def _check_pixels(config) -> None:

@@ -13,6 +13,7 @@ import torch
 
 from .dmc import FoldedSeed, is_dmc, register_dmc, render_kwargs
 from .raw import RawObservationEnv
+from .torch_pendulum import TorchPendulum
 
 AutoresetMode = gym.vector.AutoresetMode
 
@@ -124,7 +125,24 @@ def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
     return kwargs
 
 
+# environments with an implementation that steps N rows at once on tensors (``envs.batched``),
+# by the id a run names: its factory ``(num_envs, device, dtype) -> BatchedEnv`` and the
+# gymnasium environment each of its rows is (what evaluation, specs and loading make)
+BATCHED_ENVS = {"torch/Pendulum-v1": (TorchPendulum, "Pendulum-v1")}
+
+
+def gymnasium_id(env_id: str) -> str:
+    """The gymnasium id of the environment ``env_id`` names (itself, or a batched one's twin)."""
+    return BATCHED_ENVS[env_id][1] if env_id in BATCHED_ENVS else env_id
+
+
+def make_batched_env(env_id: str, num_envs: int, device, dtype: torch.dtype):
+    """``num_envs`` rows of the batched environment ``env_id`` (``BATCHED_ENVS``) on ``device``."""
+    return BATCHED_ENVS[env_id][0](num_envs, device, dtype)
+
+
 def _make(env_id: str, pixels: Optional[Pixels] = None, repeat: int = 1, **kwargs):
+    env_id = gymnasium_id(env_id)
     register_dmc(env_id)
     try:
         if pixels is not None:

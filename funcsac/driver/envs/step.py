@@ -68,6 +68,12 @@ def check_finite(env_id: str, step: int, seed: str, **arrays) -> None:
     env step ``step`` of the run of seed(s) ``seed`` holds NaN or inf."""
     for name, x in arrays.items():
         if not all(np.isfinite(v).all() for v in (x.values() if isinstance(x, dict) else [x])):
-            raise EnvError(f"{env_id} returned a non-finite {name} (NaN or inf) at env step "
-                           f"{step} ({seed}); funcsac trains on finite observations and rewards: "
-                           "fix or wrap the environment (the last checkpoint is intact)")
+            raise non_finite(env_id, step, seed, name)
+
+
+def non_finite(env_id: str, step: int, seed: str, name: str) -> EnvError:
+    """The error for an env's non-finite ``name`` (an observation, a reward) at env step
+    ``step`` of the run of seed(s) ``seed``."""
+    return EnvError(f"{env_id} returned a non-finite {name} (NaN or inf) at env step {step} "
+                    f"({seed}); funcsac trains on finite observations and rewards: fix or wrap "
+                    "the environment (the last checkpoint is intact)")

@@ -74,6 +74,25 @@ class TorchPendulum:
         self.th, self.thdot = th.to(self.device, self.dtype), thdot.to(self.device, self.dtype)
         return self.observe(self.th, self.thdot)
 
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps to continue exactly: the rows' states, the key, the step."""
+        return {"th": self.th.cpu(), "thdot": self.thdot.cpu(), "key": self.key.cpu(),
+                "t": self.t}
+
+    def load_state_dict(self, saved: dict) -> None:
+        """Continue from ``state_dict``'s values; ``ValueError`` if they are not this env's."""
+        try:
+            th, thdot = saved["th"], saved["thdot"]
+            if th.shape != (self.num_envs,) or thdot.shape != (self.num_envs,):
+                raise ValueError(f"{self.num_envs} rows expected, got {list(th.shape)}")
+            self.th, self.thdot = th.to(self.device, self.dtype), thdot.to(self.device, self.dtype)
+            self.key, self.t = saved["key"].to(self.device), int(saved["t"])
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"not a TorchPendulum's saved state: {e!r}") from e
+
+    def close(self) -> None:
+        """Nothing to release (the protocol's, for the driver)."""
+
     def step(self, action: torch.Tensor) -> BatchedStep:
         if self.th is None:
             raise RuntimeError("TorchPendulum.step before reset")

@@ -34,13 +34,16 @@ class Collector:
         self.dtype, self.device = sac_config.dtype, torch.device(sac_config.device)
         self.agents = len(buffers)
         self.seeds = seeds_label(agent_specs(config.seed, config.num_seeds, config.sweep))
-        self.mode = autoreset_mode(envs)
+        self.mode = self._autoreset_mode(envs)
         self.gammas = gammas  # [agents * num_envs]: each sub-env's agent's discount
         self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z),
                                      self.agents)
         self.observe_fn = vmap_agents(observe, self.agents)
         self.noise = None  # [agents, NOISE_BLOCK, num_envs, act_dim] standard normals, float64
         self.noise_held = None  # whether self.noise holds its draws
+
+    def _autoreset_mode(self, envs):
+        return autoreset_mode(envs)
 
     def collect(self, state):
         """One vector step; returns ``state`` with its normalisation statistics updated."""

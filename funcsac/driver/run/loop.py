@@ -30,7 +30,7 @@ from ...reset import reset_params
 from ...state import SACState
 from ..config import TrainConfig
 from ..envs.dmc import reference_action_repeat
-from ..envs.make import make_eval_env, make_vector_env
+from ..envs.make import BATCHED_ENVS, make_batched_env, make_eval_env, make_vector_env
 from ..envs.spec import env_spec
 from ..envs.state import EnvStateError, restore_envs, save_envs
 from ..replay.datasets import dataset_buffer
@@ -44,6 +44,7 @@ from .callbacks import Callback
 from .checkpoint import (CHECKPOINT, CheckpointError, load_checkpoint, restore_state,
                          save_checkpoint, state_leaves)
 from .collector import Collector
+from .tensor_collector import TensorCollector
 from .learner import Learner
 from .step_functions import initial_state, replay_buffer
 from .logs import Timings
@@ -131,9 +132,13 @@ class Run:
         self.checkpointed: Optional[str] = None  # where the last checkpoint lies, and its step
         self.agents = agent_specs(config.seed, config.num_seeds, config.sweep)
         self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
-        self.envs = make_vector_env(config.env_id, len(self.agents) * config.num_envs,
-                                    config.async_envs, config.autoreset_mode,
-                                    config.pixel_settings, config.repeat)
+        self.batched = config.env_id in BATCHED_ENVS  # rows stepped on tensors
+        self.envs = (make_batched_env(config.env_id, len(self.agents) * config.num_envs,
+                                      config.device, getattr(torch, config.dtype))
+                     if self.batched else
+                     make_vector_env(config.env_id, len(self.agents) * config.num_envs,
+                                     config.async_envs, config.autoreset_mode,
+                                     config.pixel_settings, config.repeat))
         try:
             self.eval_env = make_eval_env(config.env_id, pixels=config.pixel_settings,
                                           repeat=config.repeat)
@@ -143,7 +148,7 @@ class Run:
             raise
 
     def _setup(self, payload: Optional[dict], callbacks: Sequence[Callback]) -> None:
-        self.spec = env_spec(self.envs, self.config.pixels)
+        self.spec = self._env_spec()
         config, A, n = self.config.for_env(self.spec), len(self.agents), self.config.num_envs
         if config.action_repeat != self.config.action_repeat and config.action_repeat > 1:
             LOGGER.info(f"action_repeat {config.action_repeat}: "  # the task's, not a default
@@ -178,9 +183,9 @@ class Run:
         self.timings = Timings(self.progress.timings)
         self.start = time.perf_counter() - self.progress.elapsed
         gammas = np.repeat([a.overrides.get("gamma", sac_config.gamma) for a in self.agents], n)
-        self.collector = Collector(config, self.spec, sac_config, POLICIES[self.spec.policy],
-                                   self.envs, self.buffers, self.nstep, self.progress,
-                                   self.timings, gammas)
+        self.collector = (TensorCollector if self.batched else Collector)(
+            config, self.spec, sac_config, POLICIES[self.spec.policy], self.envs, self.buffers,
+            self.nstep, self.progress, self.timings, gammas)
         self.learner = Learner(config, self.spec, sac_config, self.state, self.buffers,
                                self.offline, self.progress, self.timings,
                                self.run_dir / "compile.log")
@@ -188,13 +193,27 @@ class Run:
                                  self.spec, self.eval_env, self.progress, self.timings,
                                  self.checkpoint, payload is not None, callbacks)
 
+    def _env_spec(self):
+        """The spec of the run's environments (a batched one's: its gymnasium twin's)."""
+        if not self.batched:
+            return env_spec(self.envs, self.config.pixels)
+        probe = make_vector_env(self.config.env_id, 1)
+        try:
+            return env_spec(probe)
+        finally:
+            probe.close()
+
     def _start(self) -> Progress:
         A, n = len(self.agents), self.config.num_envs
-        obs, _ = self.envs.reset(seed=[e for s in self.seeds for e in s.envs])
         key = torch.stack([keys.make_key(s.loop, self.device) for s in self.seeds])
-        return Progress(0, 0, key, obs, np.zeros(A * n, bool), np.zeros(A * n),
-                        np.zeros(A * n, int), [[] for _ in self.agents], [], {}, 0.0,
-                        beta_horizon=self.config.total_steps)
+        if self.batched:  # row i of the first agent's seed + i, and so on
+            obs = self.envs.reset(seed=self.seeds[0].envs[0])
+        else:
+            obs, _ = self.envs.reset(seed=[e for s in self.seeds for e in s.envs])
+        progress = Progress(0, 0, key, obs, np.zeros(A * n, bool), np.zeros(A * n),
+                            np.zeros(A * n, int), [[] for _ in self.agents], [], {}, 0.0,
+                            beta_horizon=self.config.total_steps)
+        return progress.on_device(self.device) if self.batched else progress
 
     def _restore(self, payload: dict) -> None:
         changed = numerics_differences(payload.get("numerics", {}), numerics(self.device))
@@ -219,6 +238,13 @@ class Run:
         self.checkpointed = f"{self.run_dir / CHECKPOINT} at env step {self.progress.env_step:,}"
         if self.nstep is not None:
             self.nstep.load_state_dict(self.progress.nstep)
+        if self.batched:
+            self.progress = self.progress.on_device(self.device)
+            try:
+                return self.envs.load_state_dict(payload["envs"])
+            except ValueError as e:
+                raise CheckpointError(f"checkpoint's environment state cannot be restored: "
+                                      f"{e}") from e
         try:
             fresh = restore_envs(self.envs, payload["envs"], self.progress.prev_done)
         except EnvStateError as e:
@@ -271,7 +297,8 @@ class Run:
                 "config": self.config.to_dict(), "agent": state_leaves(self.state),
                 "buffers": [{**m, **b.priority_state()} for m, b in zip(manifests, self.buffers)],
                 "progress": self.progress.to_checkpoint(),
-                "envs": save_envs(self.envs), "env_spec": self.spec.to_dict(),
+                "envs": self.envs.state_dict() if self.batched else save_envs(self.envs),
+                "env_spec": self.spec.to_dict(),
                 "numerics": numerics(self.device)})
             self.buffer_manifests = manifests
             delete_unlisted_chunks(self.run_dir, manifests)

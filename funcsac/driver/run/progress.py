@@ -33,12 +33,23 @@ class Progress:
     nstep: Optional[dict] = None  # the n-step queue's waiting transitions (NStepQueue.state_dict)
     discounted_return: Optional[np.ndarray] = None  # per sub-env, for reward scaling
 
+    # the per-row fields: numpy arrays, or tensors on the device for environments stepped on
+    # tensors (``on_device``)
+    ROWS = ("obs", "prev_done", "episode_return", "episode_length", "discounted_return")
+
+    def on_device(self, device) -> "Progress":
+        """This progress with its per-row fields as tensors on ``device``."""
+        return dataclasses.replace(self, **{
+            k: map_obs(lambda x: torch.as_tensor(x, device=device), getattr(self, k))
+            for k in self.ROWS if getattr(self, k) is not None})
+
     def to_checkpoint(self) -> dict:
-        fields = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+        host = lambda x: torch.from_numpy(x) if isinstance(x, np.ndarray) else x.cpu()  # noqa: E731
+        fields = {k: host(v) if isinstance(v, (np.ndarray, torch.Tensor)) else v
                   for k, v in dataclasses.asdict(self).items()}
         if self.nstep is not None:
             fields["nstep"] = {k: torch.from_numpy(v) for k, v in self.nstep.items()}
-        fields["obs"] = map_obs(torch.from_numpy, self.obs)
+        fields["obs"] = map_obs(host, self.obs)
         fields["key"] = self.key.cpu()
         fields["noise_key"] = None if self.noise_key is None else self.noise_key.cpu()
         fields["evals"] = [dataclasses.asdict(e) for e in self.evals]

@@ -1,0 +1,86 @@
+"""The collect stage for environments that step on tensors (``envs.batched``): one step of every
+agent's rows, its transitions to the replay buffers, the normalisation statistics and the episode
+returns, all on the training device; no observation goes through numpy."""
+from __future__ import annotations
+
+import torch
+
+from ...batch import map_obs
+from ..envs.spec import scale_action
+from ..envs.step import non_finite
+from .collector import Collector
+from .divergence import NonFiniteActions
+
+
+class TensorCollector(Collector):
+    """``Collector``'s stage for a ``BatchedEnv`` of ``agents * num_envs`` rows (agent-major),
+    autoreset in the same step, so every row of every step is a transition; ``progress`` holds
+    tensors where the numpy stage holds arrays (``obs``, the episodes' returns and lengths)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gammas = torch.as_tensor(self.gammas, dtype=torch.float64, device=self.device)
+
+    def _autoreset_mode(self, envs):
+        return None  # the protocol's: the same step
+
+    def collect(self, state):
+        """One step of every row; returns ``state`` with its normalisation statistics updated."""
+        cfg, p, spec = self.config, self.progress, self.spec
+        A, n = self.agents, cfg.num_envs
+        with self.timings.phase("collect"):
+            z = self._exploration_noise()  # [A, n, act_dim]
+            if p.env_step < cfg.learning_starts:  # uniformly random actions
+                action = self.family.random_action(z)
+            else:
+                with torch.no_grad():
+                    obs = map_obs(lambda x: x.reshape(A, n, *x.shape[1:]), p.obs)
+                    z = z.to(self.dtype)
+                    action = self.sample_fn(state, map_obs(lambda x: x[0], obs) if A == 1
+                                            else obs, z[0] if A == 1 else z)
+            action = action.reshape(A * n, spec.action_size).to(self.dtype)
+            if not torch.isfinite(action).all():  # the agent's, not the environment's, fault
+                raise NonFiniteActions
+            step = self.envs.step(scale_action(action, spec))
+            for name, x in (("observation", step.final_obs), ("reward", step.reward)):
+                if not torch.isfinite(x).all():
+                    raise non_finite(cfg.env_id, p.env_step + n, self.seeds, name)
+            done = step.terminated | step.truncated
+            self._store_rows(p.obs, action, step)
+            if state.norm:
+                state = self._observe_rows(state, step.reward, done)
+            p.episode_return = p.episode_return + step.reward.to(torch.float64)
+            p.episode_length = p.episode_length + 1
+            if done.any():  # the host reads the returns of the episodes that ended
+                for i, value in zip(done.nonzero()[:, 0].tolist(),
+                                    p.episode_return[done].tolist()):
+                    p.finished_returns[i // n].append(value)
+                p.episode_return = torch.where(done, 0.0, p.episode_return)
+                p.episode_length = torch.where(done, 0, p.episode_length)
+            p.prev_done, p.obs = done, step.obs
+            p.env_step += n
+        return state
+
+    def _store_rows(self, obs, action, step) -> None:
+        """Each agent's rows of this step to its buffer."""
+        n = self.config.num_envs
+        streams = torch.arange(n)
+        for i, buffer in enumerate(self.buffers):
+            mine = slice(i * n, (i + 1) * n)
+            buffer.add({"obs": obs[mine], "action": action[mine], "reward": step.reward[mine],
+                        "next_obs": step.final_obs[mine], "terminated": step.terminated[mine]},
+                       streams=streams)
+
+    def _observe_rows(self, state, reward, done):
+        """``state`` with the running statistics updated by this step's observations and running
+        discounted returns (``R = gamma * R + r``, restarted after each episode end)."""
+        p, A = self.progress, self.agents
+        if p.discounted_return is None:
+            p.discounted_return = torch.zeros_like(self.gammas)
+        p.discounted_return = self.gammas * p.discounted_return + reward.to(torch.float64)
+        obs = p.obs.to(self.dtype).reshape(A, -1, p.obs.shape[-1])
+        returns = p.discounted_return.reshape(A, -1)
+        mask = torch.ones_like(returns, dtype=torch.bool)
+        state = self.observe_fn(state, *(x[0] if A == 1 else x for x in (obs, returns, mask)))
+        p.discounted_return = torch.where(done, 0.0, p.discounted_return)
+        return state

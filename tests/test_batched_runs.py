@@ -1,0 +1,67 @@
+"""Training on an environment stepped on tensors (``torch/Pendulum-v1``): the collect stage never
+puts an observation through numpy, a resumed run is the uninterrupted one bit for bit, the run
+loads and evaluates as Pendulum-v1, and what its collect stage cannot take is refused."""
+import dataclasses
+
+import pytest
+import torch
+
+import funcsac
+from funcsac.driver.run import tensor_collector
+from helpers import TINY, assert_states_equal, crash_at_eval, eval_rows
+
+SETTINGS = dict(TINY, env_id="torch/Pendulum-v1", num_envs=4, total_steps=240,
+                learning_starts=120, eval_every=120, seed=2)
+
+
+def test_the_collect_stage_never_puts_an_observation_through_numpy(tmp_path, monkeypatch):
+    """Every tensor that would become a numpy array while a step is collected fails the run;
+    two vmapped agents of 4 rows each learn and evaluate."""
+    inside = []
+
+    def refuse(self, *args, **kwargs):
+        if inside:
+            raise AssertionError("a tensor went through numpy in the collect stage")
+        return real_numpy(self, *args, **kwargs)
+
+    real_numpy, real_collect = torch.Tensor.numpy, tensor_collector.TensorCollector.collect
+
+    def collect(self, state):
+        inside.append(True)
+        try:
+            return real_collect(self, state)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(torch.Tensor, "numpy", refuse)
+    monkeypatch.setattr(tensor_collector.TensorCollector, "collect", collect)
+    result = funcsac.train(funcsac.TrainConfig(**SETTINGS, num_seeds=2), tmp_path)
+    assert [(e.step, e.agent) for e in result.evals] == [(120, 0), (120, 1), (240, 0), (240, 1)]
+    assert all(e.episode_length_mean == 200 for e in result.evals)
+    # learning from the vector step that reaches env step 120: 31 of them, 4 gradient steps each
+    assert result.state.step.tolist() == [124, 124]
+
+
+def test_a_resumed_run_is_the_uninterrupted_one(tmp_path, monkeypatch):
+    cfg = funcsac.TrainConfig(**SETTINGS, checkpoint_every=120)  # crashed at 240: resumed at 120
+    straight = funcsac.train(cfg, tmp_path / "straight")
+    undo = crash_at_eval(monkeypatch, 240)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        funcsac.train(cfg, tmp_path / "crashed")
+    undo()
+    resumed = funcsac.train(cfg, tmp_path / "crashed", resume=True)
+    assert eval_rows(tmp_path / "crashed") == eval_rows(tmp_path / "straight")
+    assert_states_equal(resumed.state, straight.state)
+    # the run loads as its gymnasium twin's agent, and acts there
+    agent = funcsac.driver.load(tmp_path / "straight")
+    result = funcsac.driver.evaluate_agent(agent, 1, seed=0)[0]
+    assert result.episode_length_mean == 200
+
+
+@pytest.mark.parametrize("setting, value, said", [
+    ("n_step", 3, "n_step must be 1"), ("async_envs", True, "async_envs must be false"),
+    ("pixels", True, "pixels must be false"),
+    ("autoreset_mode", "next-step", "autoreset_mode must be same-step")])
+def test_what_the_tensor_collect_stage_cannot_take_is_refused(setting, value, said):
+    with pytest.raises(ValueError, match=f"TrainConfig.{said} with torch/Pendulum-v1"):
+        dataclasses.replace(funcsac.TrainConfig(**SETTINGS), **{setting: value})
