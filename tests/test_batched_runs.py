@@ -65,3 +65,15 @@ def test_a_resumed_run_is_the_uninterrupted_one(tmp_path, monkeypatch):
 def test_what_the_tensor_collect_stage_cannot_take_is_refused(setting, value, said):
     with pytest.raises(ValueError, match=f"TrainConfig.{said} with torch/Pendulum-v1"):
         dataclasses.replace(funcsac.TrainConfig(**SETTINGS), **{setting: value})
+
+
+def test_gradient_steps_set_the_learning_per_step_of_all_environments(tmp_path):
+    """8 rows a vector step and 2 gradient steps each: a quarter of one per env step."""
+    cfg = funcsac.TrainConfig(**{**SETTINGS, "num_envs": 8}, gradient_steps=2)
+    assert cfg.vector_gradient_steps == 2
+    # learning from the vector step that reaches env step 120: 16 of them
+    assert funcsac.train(cfg, tmp_path).state.step.item() == 16 * 2
+    with pytest.raises(ValueError, match="gradient_steps 2 and utd 3 both say"):
+        dataclasses.replace(cfg, utd=3)
+    with pytest.raises(ValueError, match="gradient_steps must be an integer >= 1"):
+        dataclasses.replace(cfg, gradient_steps=0)

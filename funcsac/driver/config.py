@@ -143,6 +143,12 @@ class TrainConfig(RecordSettings, NormalizationSettings, FactorySettings, Networ
                 else reference_action_repeat(self.env_id, self.pixels)[0])
 
     @property
+    def vector_gradient_steps(self) -> int:
+        """Each agent's gradient steps per vector step: ``gradient_steps``, or ``utd *
+        num_envs``."""
+        return self.gradient_steps or self.utd * self.num_envs
+
+    @property
     def offline_rows(self) -> int:
         """The rows of each batch drawn from the offline data: ``round(batch_size *
         offline_ratio)``."""

@@ -109,6 +109,10 @@ class ReplaySettings:
     buffer_size: int = setting(1_000_000, "replay buffer capacity in transitions")
     batch_size: int = setting(256, "transitions per gradient step")
     utd: int = setting(1, "gradient steps per environment step (update-to-data ratio)")
+    gradient_steps: Optional[int] = setting(
+        None, "gradient steps of each agent per vector step of all its num_envs environments, "
+        "below or above one per env step (FlashSAC on GPU simulators: 2 per step of 1,024 "
+        "envs); none: utd x num_envs")
     n_step: Optional[int] = setting(
         None,
         "environment steps per transition: n-step returns sum_k gamma^k r_k, bootstrapped with "

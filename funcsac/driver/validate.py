@@ -32,6 +32,11 @@ def check_train_config(config) -> None:
         _positive_int(name, getattr(config, name))
     if config.n_step is not None:
         _positive_int("n_step", config.n_step)
+    if config.gradient_steps is not None:
+        _positive_int("gradient_steps", config.gradient_steps)
+        if config.utd != 1:
+            raise ValueError(f"TrainConfig.gradient_steps {config.gradient_steps} and utd "
+                             f"{config.utd} both say how much to learn per step; give one")
     if config.learning_starts is not None:
         _positive_int("learning_starts", config.learning_starts, minimum=0)
     if config.noise_hold_max is not None:

@@ -19,7 +19,7 @@ from .step_functions import example_batches, step_functions
 
 
 class Learner:
-    """The learn stage: ``utd * num_envs`` gradient steps of every agent per vector step, once
+    """The learn stage: ``vector_gradient_steps`` of every agent per vector step, once
     learning has started, on batches drawn from ``buffers`` (and ``offline``, RLPD's data); with
     prioritized replay, the rows' new priorities. ``metrics`` holds the last step's."""
 
@@ -49,7 +49,7 @@ class Learner:
                 self.step.function(name)
         with self.timings.phase("update"):
             p.key, k_sample = split_keys(p.key)
-            rows, positions = self.sample(state, k_sample, cfg.utd * cfg.num_envs)
+            rows, positions = self.sample(state, k_sample, cfg.vector_gradient_steps)
             fn = self.fns[name] if self.step is None else self.step.function(name)
             state, metrics, *aux = fn(state, rows)
             self.metrics = {**(self.metrics or {}), **metrics}  # the actor's from its last step
@@ -57,7 +57,7 @@ class Learner:
                 td_error = aux[0]["td_error"].reshape(len(self.buffers), -1)
                 for buffer, where, td in zip(self.buffers, positions, td_error):
                     buffer.set_priorities(where, td)
-            p.updates += cfg.utd * cfg.num_envs
+            p.updates += cfg.vector_gradient_steps
         return state
 
     def sample(self, state: SACState, key: torch.Tensor, k: int):

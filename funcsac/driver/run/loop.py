@@ -274,7 +274,7 @@ class Run:
             self.state = reset_params(self.state)
 
     def learn(self) -> None:
-        """``utd * num_envs`` gradient steps per agent, once learning has started."""
+        """``vector_gradient_steps`` per agent, once learning has started."""
         self.state = self.learner.learn(self.state)
 
     def record(self, before: int) -> None:

@@ -21,11 +21,11 @@ from .seeds import AgentSeeds
 
 def step_functions(config: TrainConfig, num_agents: int) -> Dict[str, Callable]:
     """The functions a run's learn stage calls, ``fn(state, batches) -> (state, metrics[, aux])``
-    (``utd * num_envs`` gradient steps of every agent; per-sample TD errors with prioritized
+    (``vector_gradient_steps`` of every agent; per-sample TD errors with prioritized
     replay), by their names in the compile store: the update first, then, with ``policy_delay``
     > 1 at one gradient step a call, its critic half (``critic_update``) for the steps whose
     actor is not due."""
-    k, aux = config.utd * config.num_envs, config.prioritized
+    k, aux = config.vector_gradient_steps, config.prioritized
     tail = f"{'-aux' if aux else ''}-agents{num_agents}"
     if k > 1:
         return {f"update_many{tail}": vmap_agents(make_update_many(with_aux=aux), num_agents)}
@@ -75,5 +75,5 @@ def example_batches(config: TrainConfig, spec: EnvSpec, sac_config: SACConfig,
     gamma = torch.zeros(num_agents, dtype=sac_config.dtype, device=sac_config.device)
     offline = one_row() if config.offline_data else None
     return sample_batches([one_row() for _ in range(num_agents)], offline, key,
-                          config.utd * config.num_envs, config.batch_size,
+                          config.vector_gradient_steps, config.batch_size,
                           config.offline_rows, gamma, 1.0)[0]
