@@ -6,11 +6,16 @@ interleaved rounds in one process:
     python -m bench.studies.batched_envs [--envs 1,64,1024] [--steps 400] [--rounds 5] [--json F]
 
 A row is the median over rounds of env steps (rows x steps) per second, autoresets included.
+``--train``: whole ``funcsac train`` runs instead (``torch/Pendulum-v1`` against
+``Pendulum-v1`` through numpy), ``--steps`` vector steps of N rows, learning after a third of
+them, one eager gradient step a vector step (``gradient_steps`` 1), a 1-episode evaluation at
+the end: env steps per second of the whole run, collected and learned.
 """
 import bench.common.mkl_as_command  # noqa: F401  first: MKL's kernels as the command's
 import argparse
 import json
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +23,8 @@ import gymnasium as gym
 import torch
 
 from bench.common.results_md import machine
+from funcsac import train
+from funcsac.driver.config import TrainConfig
 from funcsac.driver.envs.batched import GymnasiumBatched
 from funcsac.driver.envs.torch_pendulum import TorchPendulum
 
@@ -40,29 +47,52 @@ def steps_per_s(env, steps: int) -> float:
     return steps * env.num_envs / (time.perf_counter() - start)
 
 
+def train_rate(env_id: str, n: int, steps: int) -> float:
+    """Env steps per second of a whole ``funcsac train`` run of ``steps`` vector steps of
+    ``n`` rows of ``env_id`` (learning after a third of them, one gradient step each)."""
+    config = TrainConfig(env_id=env_id, num_envs=n, total_steps=n * steps,
+                         learning_starts=n * (steps // 3), gradient_steps=1, eval_every=0,
+                         eval_episodes=1, checkpoint_every=0, compile=False, progress=False,
+                         buffer_size=max(n * steps, 256))
+    with tempfile.TemporaryDirectory() as run_dir:
+        start = time.perf_counter()
+        train(config, run_dir)
+        return n * steps / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", default="1,64,1024")
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--train", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     sizes = [int(n) for n in args.envs.split(",")]
-    envs = {(kind, n): make(kind, n) for n in sizes for kind in ("torch", "gymnasium")}
-    rates = {k: [] for k in envs}
+    kinds = {"torch": "torch/Pendulum-v1", "gymnasium": "Pendulum-v1"}
+    if args.train:
+        measure = {(kind, n): (lambda env_id, n: lambda: train_rate(env_id, n, args.steps))(
+            env_id, n) for n in sizes for kind, env_id in kinds.items()}
+    else:
+        envs = {(kind, n): make(kind, n) for n in sizes for kind in kinds}
+        measure = {key: (lambda env: lambda: steps_per_s(env, args.steps))(env)
+                   for key, env in envs.items()}
+    rates = {k: [] for k in measure}
     for _ in range(args.rounds):
-        for key, env in envs.items():
-            rates[key].append(steps_per_s(env, args.steps))
+        for key, rate in measure.items():
+            rates[key].append(rate())
     rows = [{"envs": n, "torch": statistics.median(rates["torch", n]),
              "gymnasium": statistics.median(rates["gymnasium", n])} for n in sizes]
-    print(f"N Pendulum-v1 rows, env steps/s (medians of {args.rounds} rounds of {args.steps} "
-          f"steps; {machine()}, torch threads {torch.get_num_threads()})\n")
+    what = "whole training runs" if args.train else "env steps only"
+    print(f"N Pendulum-v1 rows, env steps/s, {what} (medians of {args.rounds} rounds of "
+          f"{args.steps} steps; {machine()}, torch threads {torch.get_num_threads()})\n")
     print("| envs | torch Pendulum | gymnasium vector env | ratio |\n|---|---|---|---|")
     for r in rows:
         print(f"| {r['envs']} | {r['torch']:,.0f} | {r['gymnasium']:,.0f} | "
               f"{r['torch'] / r['gymnasium']:.1f}x |")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
+        args.json.write_text(json.dumps({"machine": machine(), "train": args.train,
+                                         "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":
