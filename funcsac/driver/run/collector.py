@@ -50,16 +50,8 @@ class Collector:
         cfg, p, spec = self.config, self.progress, self.spec
         A, n = self.agents, cfg.num_envs
         with self.timings.phase("collect"):
-            z = self._exploration_noise()  # [A, n, act_dim]
-            if p.env_step < cfg.learning_starts:  # uniformly random actions
-                action = self.family.random_action(z)
-            else:
-                with torch.no_grad():
-                    obs_t = obs_tensors(p.obs, self.sac_config, (A, n))
-                    z = z.to(self.dtype)
-                    action = self.sample_fn(state, map_obs(lambda x: x[0], obs_t) if A == 1
-                                            else obs_t, z[0] if A == 1 else z)
-            action = action.reshape(A * n, spec.action_size).cpu().numpy()
+            action = self._actions(state, lambda: obs_tensors(p.obs, self.sac_config, (A, n)))
+            action = action.cpu().numpy()
             if not np.isfinite(action).all():  # the agent's, not the environment's, fault
                 raise NonFiniteActions
             next_obs, reward, terminated, truncated, infos = step_env(
@@ -82,6 +74,22 @@ class Collector:
             p.obs = next_obs
             p.env_step += n
         return state
+
+    def _actions(self, state, agent_obs) -> torch.Tensor:
+        """This step's actions ``[agents * num_envs, action_size]``: uniformly random before
+        ``learning_starts``, else samples of the agents' policies for ``agent_obs()`` (their
+        observations ``[agents, num_envs, ...]`` as tensors, asked for only then), each with its
+        exploration noise."""
+        A, n = self.agents, self.config.num_envs
+        z = self._exploration_noise()  # [A, n, act_dim]
+        if self.progress.env_step < self.config.learning_starts:
+            action = self.family.random_action(z)
+        else:
+            with torch.no_grad():
+                obs, z = agent_obs(), z.to(self.dtype)
+                action = self.sample_fn(state, map_obs(lambda x: x[0], obs) if A == 1 else obs,
+                                        z[0] if A == 1 else z)
+        return action.reshape(A * n, self.spec.action_size)
 
     def _store(self, valid, obs, action, reward, next_obs, terminated, truncated) -> None:
         """Add one vector step's valid transitions to their agents' buffers: as they are, or

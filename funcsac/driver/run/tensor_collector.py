@@ -29,16 +29,8 @@ class TensorCollector(Collector):
         cfg, p, spec = self.config, self.progress, self.spec
         A, n = self.agents, cfg.num_envs
         with self.timings.phase("collect"):
-            z = self._exploration_noise()  # [A, n, act_dim]
-            if p.env_step < cfg.learning_starts:  # uniformly random actions
-                action = self.family.random_action(z)
-            else:
-                with torch.no_grad():
-                    obs = map_obs(lambda x: x.reshape(A, n, *x.shape[1:]), p.obs)
-                    z = z.to(self.dtype)
-                    action = self.sample_fn(state, map_obs(lambda x: x[0], obs) if A == 1
-                                            else obs, z[0] if A == 1 else z)
-            action = action.reshape(A * n, spec.action_size).to(self.dtype)
+            action = self._actions(state, lambda: map_obs(
+                lambda x: x.reshape(A, n, *x.shape[1:]), p.obs)).to(self.dtype)
             if not torch.isfinite(action).all():  # the agent's, not the environment's, fault
                 raise NonFiniteActions
             step = self.envs.step(scale_action(action, spec))
