@@ -42,8 +42,10 @@ def test_the_collect_stage_never_puts_an_observation_through_numpy(tmp_path, mon
     assert result.state.step.tolist() == [124, 124]
 
 
-def test_a_resumed_run_is_the_uninterrupted_one(tmp_path, monkeypatch):
-    cfg = funcsac.TrainConfig(**SETTINGS, checkpoint_every=120)  # crashed at 240: resumed at 120
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_a_resumed_run_is_the_uninterrupted_one(tmp_path, monkeypatch, n_step):
+    """With 3-step returns, the queue's waiting rows are checkpointed too."""
+    cfg = funcsac.TrainConfig(**SETTINGS, checkpoint_every=120, n_step=n_step)
     straight = funcsac.train(cfg, tmp_path / "straight")
     undo = crash_at_eval(monkeypatch, 240)
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -59,7 +61,7 @@ def test_a_resumed_run_is_the_uninterrupted_one(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("setting, value, said", [
-    ("n_step", 3, "n_step must be 1"), ("async_envs", True, "async_envs must be false"),
+    ("async_envs", True, "async_envs must be false"),
     ("pixels", True, "pixels must be false"),
     ("autoreset_mode", "next-step", "autoreset_mode must be same-step")])
 def test_what_the_tensor_collect_stage_cannot_take_is_refused(setting, value, said):
@@ -77,3 +79,29 @@ def test_gradient_steps_set_the_learning_per_step_of_all_environments(tmp_path):
         dataclasses.replace(cfg, utd=3)
     with pytest.raises(ValueError, match="gradient_steps must be an integer >= 1"):
         dataclasses.replace(cfg, gradient_steps=0)
+
+
+def test_the_tensor_n_step_queue_emits_what_the_numpy_one_does():
+    """Random streams of 5 rows with terminations and truncations: each step's 3-step rows, their
+    order and their horizons are NStepQueue's, bit for bit (the same copies, no arithmetic)."""
+    import numpy as np
+    from funcsac.driver.replay.nstep import NStepQueue
+    from funcsac.driver.replay.tensor_nstep import TensorNStepQueue
+
+    rows, n, g = 5, 3, np.random.default_rng(0)
+    numpy_queue = NStepQueue(rows, n, 2, 1)
+    tensor_queue = TensorNStepQueue(rows, n, 2, 1, "cpu", torch.float64)
+    emitted = 0
+    for _ in range(60):
+        step = (g.normal(size=(rows, 2)), g.normal(size=(rows, 1)), g.normal(size=rows),
+                g.normal(size=(rows, 2)), g.random(rows) < 0.1, g.random(rows) < 0.1)
+        want = numpy_queue.push(np.ones(rows, bool), *step)
+        got = tensor_queue.push(*map(torch.as_tensor, step))
+        for k, v in want.items():
+            assert torch.equal(got[k].to(torch.float64), torch.as_tensor(v, dtype=torch.float64))
+        emitted += len(want["env"])
+    assert emitted > 200
+    saved = tensor_queue.state_dict()
+    again = TensorNStepQueue(rows, n, 2, 1, "cpu", torch.float64)
+    again.load_state_dict(saved)
+    assert all(torch.equal(getattr(again, k), v) for k, v in saved.items())

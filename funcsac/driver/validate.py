@@ -83,13 +83,10 @@ def check_train_config(config) -> None:
 
 def _check_batched(config) -> None:
     """An environment stepped on tensors (``envs.make.BATCHED_ENVS``) takes what its collect
-    stage does: 1-step transitions, vector observations, rows in this process, same-step
-    autoreset."""
+    stage does: vector observations, rows in this process, same-step autoreset."""
     if config.env_id not in BATCHED_ENVS:
         return
-    refused = {"n_step": (config.n_step not in (None, 1), "1", "n-step returns are queued "
-                          "through numpy"),
-               "pixels": (config.pixels, "false", "its rows observe vectors"),
+    refused = {"pixels": (config.pixels, "false", "its rows observe vectors"),
                "async_envs": (config.async_envs, "false", "its rows step in this process"),
                "autoreset_mode": (config.autoreset_mode != "same-step", "same-step", "its rows "
                                   "start their next episode in the step the last one ends")}

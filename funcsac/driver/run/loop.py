@@ -37,6 +37,7 @@ from ..replay.datasets import dataset_buffer
 from ..replay.files import delete_unlisted_chunks, load_buffer, save_buffer
 from ..replay.memory import check_buffer_memory
 from ..replay.nstep import NStepQueue
+from ..replay.tensor_nstep import TensorNStepQueue
 from ..tools.evaluate import EvalResult
 from ..validate import check_image_run
 from .agents import agent_specs
@@ -174,7 +175,10 @@ class Run:
         self.buffers = [replay_buffer(config, self.spec, sac_config) for _ in self.agents]
         check_buffer_memory(self.buffers, config.total_steps)
         self.buffer_manifests = [{} for _ in self.agents]
-        self.nstep = (NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.action_size)
+        self.nstep = (TensorNStepQueue(A * n, config.n_step, self.spec.obs_dim,
+                                       self.spec.action_size, self.device, sac_config.dtype)
+                      if self.batched and config.n_step > 1 else
+                      NStepQueue(A * n, config.n_step, self.spec.obs_dim, self.spec.action_size)
                       if config.n_step > 1 else None)
         if payload is None:
             self.progress = self._start()

@@ -48,7 +48,7 @@ class Progress:
         fields = {k: host(v) if isinstance(v, (np.ndarray, torch.Tensor)) else v
                   for k, v in dataclasses.asdict(self).items()}
         if self.nstep is not None:
-            fields["nstep"] = {k: torch.from_numpy(v) for k, v in self.nstep.items()}
+            fields["nstep"] = {k: host(v) for k, v in self.nstep.items()}
         fields["obs"] = map_obs(host, self.obs)
         fields["key"] = self.key.cpu()
         fields["noise_key"] = None if self.noise_key is None else self.noise_key.cpu()

@@ -38,7 +38,7 @@ class TensorCollector(Collector):
                 if not torch.isfinite(x).all():
                     raise non_finite(cfg.env_id, p.env_step + n, self.seeds, name)
             done = step.terminated | step.truncated
-            self._store_rows(p.obs, action, step)
+            self._store_rows(p.obs, action, step, done)
             if state.norm:
                 state = self._observe_rows(state, step.reward, done)
             p.episode_return = p.episode_return + step.reward.to(torch.float64)
@@ -53,15 +53,21 @@ class TensorCollector(Collector):
             p.env_step += n
         return state
 
-    def _store_rows(self, obs, action, step) -> None:
-        """Each agent's rows of this step to its buffer."""
+    def _store_rows(self, obs, action, step, done) -> None:
+        """Each agent's rows of this step to its buffer: as they are, or through the n-step
+        queue (``TensorNStepQueue``: the n-step rows that are complete)."""
         n = self.config.num_envs
-        streams = torch.arange(n)
+        if self.nstep is None:
+            rows = {"obs": obs, "action": action, "reward": step.reward,
+                    "next_obs": step.final_obs, "terminated": step.terminated}
+            env = torch.arange(len(done), device=done.device)
+        else:
+            rows = self.nstep.push(obs, action, step.reward, step.final_obs, step.terminated,
+                                   step.truncated)
+            env = rows.pop("env")
         for i, buffer in enumerate(self.buffers):
-            mine = slice(i * n, (i + 1) * n)
-            buffer.add({"obs": obs[mine], "action": action[mine], "reward": step.reward[mine],
-                        "next_obs": step.final_obs[mine], "terminated": step.terminated[mine]},
-                       streams=streams)
+            mine = env // n == i
+            buffer.add({k: v[mine] for k, v in rows.items()}, streams=(env[mine] % n).cpu())
 
     def _observe_rows(self, state, reward, done):
         """``state`` with the running statistics updated by this step's observations and running
