@@ -43,3 +43,19 @@ SETTINGS = {"algorithm": "flashsac", "network": "flashsac", "hidden_sizes": (256
             "noise_hold": 2.0, "noise_hold_max": 16, "hold_random_actions": False}
 
 register_preset("flashsac", SETTINGS)
+
+# FlashSAC with many environments at once, as its GPU-simulator scripts run it (leeyngdo/FlashSAC
+# at f2da589, scripts/run_mjlab.sh and run_isaaclab.sh, the same values in both): 1,024
+# environments (num_train_envs), a replay buffer of 10M rows (buffer_max_length), learning after
+# 100,000 rows (buffer_min_length), batches of 2,048 (sample_batch_size), 2 gradient steps per
+# step of all environments (updates_per_interaction_step), 3-step returns and gamma 0.99; the
+# learning rates decay over the critic's optimiser steps of the scripts' 50,000,896 env steps,
+# 48,829 vector steps x 2 = 97,658 (learning_rate_decay_rate 1.0). The rest is flashsac's.
+# Not carried over: fp16 autocast with a gradient scaler (use_amp; --precision bf16 is funcsac's
+# nearest, where the hardware has bf16), evaluation over 1,024 parallel episodes, asymmetric
+# observations (off in these two scripts). Other simulators' scripts change gamma and n_step
+# (MuJoCo Playground 0.97 and 1, Genesis 0.95 and 1, ManiSkill 0.9 and 1).
+register_preset("flashsac-parallel", {
+    **SETTINGS, "num_envs": 1024, "buffer_size": 10_000_000, "learning_starts": 100_000,
+    "batch_size": 2048, "gradient_steps": 2, "utd": 1, "n_step": 3, "gamma": 0.99,
+    "lr_decay_steps": 97_658})
