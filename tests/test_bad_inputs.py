@@ -20,7 +20,7 @@ NAN = math.nan
 OUT_OF_RANGE = {
     "env_id": "", "total_steps": 0, "seed": -1, "num_seeds": 0, "sweep": "gamma",
     "num_envs": 0, "autoreset_mode": "never", "buffer_size": 0, "batch_size": 0,
-    "learning_starts": -1, "utd": 0, "eval_every": -1, "eval_episodes": 0,
+    "learning_starts": -1, "utd": 0, "gradient_steps": 0, "eval_every": -1, "eval_episodes": 0,
     "checkpoint_every": -1, "log_every": 0, "device": "nonsense", "dtype": "float16",
     "hidden_sizes": (0,), "num_critics": 0, "num_target_critics": 3, "gamma": 1.5, "tau": -0.1,
     "actor_lr": -1.0, "critic_lr": -1.0, "alpha_lr": -1.0, "init_alpha": 0.0,
