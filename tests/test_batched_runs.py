@@ -8,7 +8,7 @@ import torch
 
 import funcsac
 from funcsac.driver.run import tensor_collector
-from helpers import TINY, assert_states_equal, crash_at_eval, eval_rows
+from helpers import TINY, assert_states_equal, crash_then_resume, eval_rows
 
 SETTINGS = dict(TINY, env_id="torch/Pendulum-v1", num_envs=4, total_steps=240,
                 learning_starts=120, eval_every=120, seed=2)
@@ -47,11 +47,7 @@ def test_a_resumed_run_is_the_uninterrupted_one(tmp_path, monkeypatch, n_step):
     """With 3-step returns, the queue's waiting rows are checkpointed too."""
     cfg = funcsac.TrainConfig(**SETTINGS, checkpoint_every=120, n_step=n_step)
     straight = funcsac.train(cfg, tmp_path / "straight")
-    undo = crash_at_eval(monkeypatch, 240)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        funcsac.train(cfg, tmp_path / "crashed")
-    undo()
-    resumed = funcsac.train(cfg, tmp_path / "crashed", resume=True)
+    resumed = crash_then_resume(cfg, tmp_path / "crashed", monkeypatch, 240)
     assert eval_rows(tmp_path / "crashed") == eval_rows(tmp_path / "straight")
     assert_states_equal(resumed.state, straight.state)
     # the run loads as its gymnasium twin's agent, and acts there

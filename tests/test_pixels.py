@@ -12,7 +12,7 @@ import torch
 import funcsac
 from funcsac.driver.envs.make import ActionRepeat, Pixels, make_eval_env, observed
 from funcsac.driver.tools.export import export_policy
-from helpers import TINY, crash_at_eval, eval_rows
+from helpers import TINY, crash_then_resume, eval_rows
 from test_export import _check_without_funcsac
 
 PIXELS = dict(env_id="Pendulum-v1", pixels=True, image_size=16, frame_stack=2,
@@ -59,11 +59,7 @@ def test_a_pixels_run_resumes_bit_for_bit_loads_and_acts(tmp_path, monkeypatch, 
                               checkpoint_every=250, seed=3, pixels_with_state=with_state,
                               action_repeat=1 + with_state, **PIXELS)
     straight = funcsac.train(cfg, tmp_path / "straight")
-    undo = crash_at_eval(monkeypatch, 300)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        funcsac.train(cfg, tmp_path / "crashed")
-    undo()
-    resumed = funcsac.train(cfg, tmp_path / "crashed", resume=True)
+    resumed = crash_then_resume(cfg, tmp_path / "crashed", monkeypatch, 300)
     assert eval_rows(tmp_path / "crashed") == eval_rows(tmp_path / "straight")
     leaves = torch.utils._pytree.tree_leaves
     for x, y in zip(leaves(resumed.state), leaves(straight.state), strict=True):

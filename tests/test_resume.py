@@ -12,7 +12,7 @@ import toy_envs  # noqa: F401  (registers funcsac-test/Count-v0)
 from funcsac.driver.cli import main
 from funcsac.driver.run import checkpoint as checkpoint_module
 from funcsac.driver.run.checkpoint import load_checkpoint
-from helpers import TINY, assert_states_equal, crash_at_eval, eval_rows
+from helpers import TINY, assert_states_equal, crash_at_eval, crash_then_resume, eval_rows
 
 
 def _leaves(state):
@@ -21,11 +21,7 @@ def _leaves(state):
 
 def _assert_resume_is_exact(cfg, tmp_path, monkeypatch, crash_step):
     straight = funcsac.train(cfg, tmp_path / "straight")
-    undo = crash_at_eval(monkeypatch, crash_step)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        funcsac.train(cfg, tmp_path / "crashed")
-    undo()
-    resumed = funcsac.train(cfg, tmp_path / "crashed", resume=True)
+    resumed = crash_then_resume(cfg, tmp_path / "crashed", monkeypatch, crash_step)
     assert eval_rows(tmp_path / "crashed") == eval_rows(tmp_path / "straight")
     for x, y in zip(_leaves(resumed.state), _leaves(straight.state), strict=True):
         assert torch.equal(x, y)

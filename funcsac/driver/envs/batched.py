@@ -15,6 +15,8 @@ from typing import NamedTuple, Optional, Protocol
 import numpy as np
 import torch
 
+from .step import AutoresetMode, transitions
+
 
 class BatchedStep(NamedTuple):
     """One step of N environments: ``obs [N, obs_dim]`` (the next episode's first where a row
@@ -55,7 +57,7 @@ class GymnasiumBatched:
 
     def __init__(self, envs, device="cpu", dtype=torch.float32):
         mode = envs.metadata.get("autoreset_mode")
-        if getattr(mode, "value", mode) != "SameStep":
+        if mode != AutoresetMode.SAME_STEP:
             raise ValueError("GymnasiumBatched takes a vector env made with autoreset_mode "
                              f"SAME_STEP, got {mode}")
         self.envs, self.device, self.dtype = envs, torch.device(device), dtype
@@ -74,13 +76,10 @@ class GymnasiumBatched:
 
     def step(self, action: torch.Tensor) -> BatchedStep:
         obs, reward, terminated, truncated, infos = self.envs.step(action.cpu().numpy())
-        obs = self._tensor(obs).reshape(self.num_envs, -1)
-        final = obs.clone()
-        done = np.flatnonzero(terminated | truncated)
-        if len(done):
-            final[done] = self._tensor(np.stack(infos["final_obs"][done])).reshape(len(done), -1)
-        return BatchedStep(obs, self._tensor(reward), self._tensor(terminated, torch.bool),
-                           self._tensor(truncated, torch.bool), final)
+        _, final = transitions(AutoresetMode.SAME_STEP, obs, terminated, truncated, infos, None)
+        rows = lambda x: self._tensor(x).reshape(self.num_envs, -1)  # noqa: E731
+        return BatchedStep(rows(obs), self._tensor(reward), self._tensor(terminated, torch.bool),
+                           self._tensor(truncated, torch.bool), rows(final))
 
     def close(self) -> None:
         self.envs.close()
