@@ -52,6 +52,9 @@ class TorchPendulum:
         self.action_high = -self.action_low
         self.th = self.thdot = self.key = None
         self.t = 0  # steps into every row's episode
+        # every row's end-of-episode flags, which a step returns as they are (never written)
+        self.ongoing = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        self.ended = torch.ones_like(self.ongoing)
 
     def _first_states(self, n: int):
         """``n`` first states ``(th, thdot)``, uniform in [-pi, pi] x [-1, 1]; the key moves on."""
@@ -104,6 +107,5 @@ class TorchPendulum:
         ended = self.t >= EPISODE_STEPS
         self.th, self.thdot = self._first_states(self.num_envs) if ended else (th, thdot)
         self.t = 0 if ended else self.t
-        truncated = torch.full((self.num_envs,), ended, device=self.device)
-        return BatchedStep(final if not ended else self.observe(self.th, self.thdot), reward,
-                           torch.zeros_like(truncated), truncated, final)
+        return BatchedStep(self.observe(self.th, self.thdot) if ended else final, reward,
+                           self.ongoing, self.ended if ended else self.ongoing, final)

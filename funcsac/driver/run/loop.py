@@ -245,10 +245,11 @@ class Run:
         if self.batched:
             self.progress = self.progress.on_device(self.device)
             try:
-                return self.envs.load_state_dict(payload["envs"])
+                self.envs.load_state_dict(payload["envs"])
             except ValueError as e:
                 raise CheckpointError(f"checkpoint's environment state cannot be restored: "
                                       f"{e}") from e
+            return
         try:
             fresh = restore_envs(self.envs, payload["envs"], self.progress.prev_done)
         except EnvStateError as e:

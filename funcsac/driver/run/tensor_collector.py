@@ -31,19 +31,24 @@ class TensorCollector(Collector):
         with self.timings.phase("collect"):
             action = self._actions(state, lambda: map_obs(
                 lambda x: x.reshape(A, n, *x.shape[1:]), p.obs)).to(self.dtype)
-            if not torch.isfinite(action).all():  # the agent's, not the environment's, fault
-                raise NonFiniteActions
             step = self.envs.step(scale_action(action, spec))
-            for name, x in (("observation", step.final_obs), ("reward", step.reward)):
-                if not torch.isfinite(x).all():
-                    raise non_finite(cfg.env_id, p.env_step + n, self.seeds, name)
             done = step.terminated | step.truncated
+            # the host reads the device once a step: what is not finite, and whether an
+            # episode ended
+            finite_action, finite_obs, finite_reward, ended = torch.stack([
+                torch.isfinite(action).all(), torch.isfinite(step.final_obs).all(),
+                torch.isfinite(step.reward).all(), done.any()]).tolist()
+            if not finite_action:  # the agent's, not the environment's, fault
+                raise NonFiniteActions
+            for name, finite in (("observation", finite_obs), ("reward", finite_reward)):
+                if not finite:
+                    raise non_finite(cfg.env_id, p.env_step + n, self.seeds, name)
             self._store_rows(p.obs, action, step, done)
             if state.norm:
                 state = self._observe_rows(state, step.reward, done)
             p.episode_return = p.episode_return + step.reward.to(torch.float64)
             p.episode_length = p.episode_length + 1
-            if done.any():  # the host reads the returns of the episodes that ended
+            if ended:  # the returns of the episodes that ended, to the host
                 for i, value in zip(done.nonzero()[:, 0].tolist(),
                                     p.episode_return[done].tolist()):
                     p.finished_returns[i // n].append(value)
