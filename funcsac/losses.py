@@ -164,12 +164,16 @@ class Losses:
     - ``actor(actor, state, batch, key) -> (loss, ActorOut)``.
     - ``temperature(log_alpha, entropy, target_entropy) -> loss``, ``entropy`` the actor's
       ``-mean_B log pi`` (0-d).
+    - ``combine(tree) -> tree``: what a step does with its gradients and the loss's new buffers
+      (one pytree) before the optimiser takes them; None: nothing (data-parallel: their mean
+      over the ranks, ``funcsac.parallel``).
     """
 
     critic: Callable[..., Tuple[torch.Tensor, CriticOut]] = critic_loss
     actor: Callable[..., Tuple[torch.Tensor, ActorOut]] = actor_loss
     temperature: Callable[..., torch.Tensor] = temperature_loss
     target: Callable[..., Any] = td_target
+    combine: Optional[Callable[[Any], Any]] = None
 
     def replace(self, **changes) -> "Losses":
         """A copy with some losses replaced."""

@@ -63,18 +63,22 @@ def soft_update(target: Params, online: Params, tau: torch.Tensor) -> Params:
 
 
 def gradient_step(loss_fn: Callable, params: Params, mask: Dict[str, bool], opt_state, lr, cfg,
-                  *args):
+                  *args, combine: Optional[Callable] = None):
     """Differentiate ``loss_fn(params, *args) -> (loss, out)`` with respect to the trainable
     entries of ``params`` (the names in ``mask``, which says where weight decay applies) and take
     an Adam step on them, at ``lr`` as the config's decay leaves it at this optimiser's step;
-    the loss's new buffers (``out.buffers``) replace the old. Returns ``(params, opt_state,
-    grad_norm, (loss, out))``."""
+    the loss's new buffers (``out.buffers``) replace the old; ``combine`` (``Losses.combine``)
+    takes the gradients and new buffers first. Returns ``(params, opt_state, grad_norm, (loss,
+    out))``."""
     train = trainable(params, mask)
     grads, (loss, out) = grad_and_value(lambda p, *a: loss_fn({**params, **p}, *a))(train, *args)
     if not hasattr(out, "buffers"):
         raise TypeError(f"{getattr(loss_fn, '__qualname__', loss_fn)} returned (loss, "
                         f"{type(out).__name__}); a critic loss returns (loss, funcsac.CriticOut), "
                         "an actor loss (loss, funcsac.ActorOut)")
+    if combine is not None:
+        grads, buffers = combine((grads, out.buffers))
+        out = out._replace(buffers=buffers)
     lr = decayed_lr(lr, opt_state.count, cfg.lr_decay_to, cfg.lr_decay_steps, cfg.lr_decay_shape)
     new, opt_state, norm = adam_update(grads, opt_state, train, lr, betas=cfg.adam_betas,
                                        eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
@@ -118,7 +122,7 @@ def critic_step(state: SACState, batch: Batch, key: torch.Tensor,
     trained, critic_opt, norm, (loss, out) = gradient_step(
         _critics_on_features(losses.critic), critic_and_encoder(state.critic, state.encoder),
         critic_and_encoder(static.critic_trainable, static.encoder_trainable), state.critic_opt,
-        hp.critic_lr, cfg, state, batch, target, k_loss)
+        hp.critic_lr, cfg, state, batch, target, k_loss, combine=losses.combine)
     critic, encoder = split_critic_and_encoder(trained)
     critic = after_step(cfg, "critic", critic)
     tau = hp.tau if cfg.target_update_every == 1 else torch.where(  # 0: targets kept
@@ -143,7 +147,7 @@ def actor_step(state: SACState, batch: Batch, key: torch.Tensor,
     losses = losses or losses_for(cfg)
     actor, actor_opt, norm, (loss, out) = gradient_step(
         losses.actor, state.actor, static.actor_trainable, state.actor_opt,
-        state.hparams.actor_lr, cfg, state, batch, key)
+        state.hparams.actor_lr, cfg, state, batch, key, combine=losses.combine)
     new = state.replace(actor=after_step(cfg, "actor", actor), actor_opt=actor_opt)
     return new, {"actor_loss": loss, "entropy": -out.log_prob.detach().mean(),
                  "actor_grad_norm": norm}
@@ -166,6 +170,8 @@ def temperature_step(state: SACState, entropy: torch.Tensor,
         return loss, loss
 
     grad, (loss, _) = grad_and_value(loss_fn)(state.log_alpha)
+    if losses.combine is not None:
+        grad = losses.combine(grad)
     metrics = {"alpha_loss": loss, "alpha": alpha}
     lr = decayed_lr(hp.alpha_lr, state.alpha_opt.count, cfg.lr_decay_to, cfg.lr_decay_steps,
                     cfg.lr_decay_shape)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -119,11 +119,13 @@ def explore(state: SACState, obs: torch.Tensor, noise: torch.Tensor) -> torch.Te
     return torch.tanh(mean_o + std_o * noise)
 
 
-def optimistic_step(state: SACState, batch: Batch, key: torch.Tensor) -> Tuple[Dict, Dict]:
+def optimistic_step(state: SACState, batch: Batch, key: torch.Tensor,
+                    combine: Optional[Callable] = None) -> Tuple[Dict, Dict]:
     """One AdamW step of the optimistic actor against the state's (new) actor and critics, and
-    one Adam step of the optimism and the KL weight on its KL divergence; returns the new
-    ``extra`` and the metrics ``optimism``, ``kl_weight`` (before the step), ``kl`` (per action
-    dimension) and ``optimistic_loss``."""
+    one Adam step of the optimism and the KL weight on its KL divergence (``combine``,
+    ``Losses.combine``, takes the gradients and the KL first); returns the new ``extra`` and the
+    metrics ``optimism``, ``kl_weight`` (before the step), ``kl`` (per action dimension) and
+    ``optimistic_loss``."""
     cfg, static, extra = state.config, state.static, state.extra
     opts = cfg.algorithm_options
     k_noise, k_dropout = keys.split(key, 2)
@@ -145,6 +147,8 @@ def optimistic_step(state: SACState, batch: Batch, key: torch.Tensor) -> Tuple[D
     mask = decay_mask(static.extra["actor"], cfg.weight_decay_on)
     train = trainable(extra["actor"], mask)
     grads, (loss, kl) = grad_and_value(loss_fn)(train)
+    if combine is not None:
+        grads, kl = combine((grads, kl))
     actor, actor_opt, _ = adam_update(grads, extra["actor_opt"], train, state.hparams.actor_lr,
                                       betas=cfg.adam_betas, eps=cfg.adam_eps,
                                       weight_decay=cfg.weight_decay, decay_mask=mask,
@@ -177,7 +181,7 @@ def bro_update(state: SACState, batch: Batch, losses: Losses) -> Tuple[SACState,
     if state.static.encoder is not None:
         k_obs, k_optimistic = keys.split(k_optimistic, 2)
         batch = actor_view(stepped, batch, k_obs)
-    extra, optimistic_metrics = optimistic_step(stepped, batch, k_optimistic)
+    extra, optimistic_metrics = optimistic_step(stepped, batch, k_optimistic, losses.combine)
     return (when_due(state, stepped.replace(extra=extra), stepped),
             {**metrics, **optimistic_metrics})
 
