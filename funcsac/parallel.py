@@ -22,6 +22,7 @@ from typing import Any, Callable
 import optree
 import torch
 import torch.distributed as dist
+import torch.utils._pytree as pytree
 
 from . import keys
 from .losses import Losses
@@ -52,7 +53,7 @@ def mean_over_ranks(tree, ranks: Ranks):
     in a world of one."""
     if ranks.world == 1:
         return tree
-    leaves, spec = optree.tree_flatten(tree, namespace=NAMESPACE)
+    leaves, spec = pytree.tree_flatten(tree)
     if not leaves:
         return tree
     import torch.distributed._functional_collectives as collectives
@@ -61,8 +62,8 @@ def mean_over_ranks(tree, ranks: Ranks):
     flat = torch.cat([t.reshape(-1).to(wide) for t in leaves])
     flat = collectives.all_reduce(flat, "sum", ranks.group or dist.group.WORLD) / ranks.world
     parts = torch.split(flat, [t.numel() for t in leaves])
-    return optree.tree_unflatten(spec, [p.reshape(t.shape).to(t.dtype)
-                                        for p, t in zip(parts, leaves)])
+    return pytree.tree_unflatten([p.reshape(t.shape).to(t.dtype)
+                                  for p, t in zip(parts, leaves)], spec)
 
 
 def _with_rank_key(loss: Callable, rank: int) -> Callable:

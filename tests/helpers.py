@@ -1,4 +1,9 @@
 import csv
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -155,3 +160,29 @@ def assert_vmap_equals_loop(cfg, batch_for, agents: int = 3) -> None:
         alone, alone_metrics = funcsac.update(s, b)
         optree.tree_map(lambda x, y: torch.testing.assert_close(x[i], y, **tol),
                         (together, metrics), (alone, alone_metrics), namespace="funcsac")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that no one listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rank_env(world: int, rank: int, port: int) -> dict:
+    """The environment torchrun gives rank ``rank`` of ``world`` CPU ranks (one thread each),
+    with tests/ importable."""
+    tests = str(Path(__file__).parent)
+    return {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+
+
+def torchrun(world: int, *args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    """``args`` run by torchrun on ``world`` CPU ranks (one thread each), on a free port."""
+    env = {k: v for k, v in rank_env(world, 0, 0).items()
+           if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+                           str(world), "--master-addr", "127.0.0.1", "--master-port",
+                           str(free_port()), *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,10 +1,6 @@
 """The data-parallel update (funcsac.parallel) on CPU over gloo: ranks with half the batch each
 take the step that one process takes on the whole batch (its rows' noise drawn from the ranks'
 keys), checked against the imperative reference, and stay equal over 100 steps."""
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,26 +9,10 @@ import torch
 import funcsac
 from funcsac import keys
 from funcsac.parallel import Ranks, mean_over_ranks, parallel_losses
-from helpers import make_batch, small_config
+from helpers import make_batch, small_config, torchrun
 from reference import ReferenceSAC, assert_params_match
 
 HERE = Path(__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(world: int, *args, cwd=HERE, timeout=300) -> subprocess.CompletedProcess:
-    """``args`` run by torchrun on ``world`` CPU ranks (one thread each), on a free port."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-                           str(world), "--master-addr", "127.0.0.1", "--master-port",
-                           str(free_port()), *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 class TwoRanksReference(ReferenceSAC):
@@ -70,7 +50,7 @@ def two_ranks(tmp_path_factory):
     """The states two gloo ranks reach (tests/parallel_worker.py), by case."""
     def run(case: str, steps: int):
         out = tmp_path_factory.mktemp(case)
-        done = torchrun(2, HERE / "parallel_worker.py", out, steps, case)
+        done = torchrun(2, HERE / "parallel_worker.py", out, steps, case, cwd=HERE)
         assert done.returncode == 0, done.stderr[-3000:]
         return [torch.load(out / f"rank{r}.pt") for r in (0, 1)]
     return run

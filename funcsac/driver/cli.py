@@ -209,6 +209,7 @@ def main(argv=None) -> int:
         argv += ["--run-dir", "."]  # the short help needs no run directory
     args = build_parser().parse_args(argv)
     from . import plot_runs, train
+    from .run.ranks import RankLost
     from .tools.plot import run_dirs_of
     try:
         if args.command == "plot":
@@ -233,6 +234,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt as e:
         print(f"funcsac: {e or 'interrupted'}", file=sys.stderr)
         return 130
+    except RankLost as e:  # a data-parallel run's peer stopped
+        print(f"funcsac: error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -2,6 +2,8 @@
 replay buffers, the normalisation statistics and the episode returns."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import torch
 
@@ -13,7 +15,9 @@ from ...normalize import observe
 from ..envs.observations import obs_tensors
 from ..envs.spec import scale_action
 from ..envs.step import autoreset_mode, check_finite, step_env, transitions
+from ...parallel import Ranks
 from .divergence import NonFiniteActions
+from .ranks import observed_on_every_rank
 from .agents import agent_specs, per_agent, seeds_label, split_keys, vmap_agents
 
 # exploration noise is drawn for this many vector steps at once (from one key per block), not a
@@ -27,7 +31,7 @@ class Collector:
     run) holds the observations, the keys and the episode bookkeeping it advances."""
 
     def __init__(self, config, spec, sac_config, family, envs, buffers, nstep, progress,
-                 timings, gammas: np.ndarray):
+                 timings, gammas: np.ndarray, ranks: Optional[Ranks] = None):
         self.config, self.spec, self.family, self.envs = config, spec, family, envs
         self.buffers, self.nstep, self.progress, self.timings = buffers, nstep, progress, timings
         self.sac_config = sac_config
@@ -38,7 +42,9 @@ class Collector:
         self.gammas = gammas  # [agents * num_envs]: each sub-env's agent's discount
         self.sample_fn = vmap_agents(lambda s, o, z: act(s, o, deterministic=False, noise=z),
                                      self.agents)
-        self.observe_fn = vmap_agents(observe, self.agents)
+        # a data-parallel run's statistics: of every rank's rows
+        self.observe_fn = observed_on_every_rank(vmap_agents(observe, self.agents),
+                                                 ranks or Ranks())
         self.noise = None  # [agents, NOISE_BLOCK, num_envs, act_dim] standard normals, float64
         self.noise_held = None  # whether self.noise holds its draws
 

@@ -28,6 +28,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
+from ...accel.compile.compiling import compile_update
 from ...accel.compile.stored import artifact_path, compile_stored, kernel_threads
 from ...platform.children import start_child, watch_parent
 from ...registry import POLICIES, algorithm_of, variant_of
@@ -64,14 +65,18 @@ class CompiledStep:
 
     ``fns``: ``step_functions``'; ``args``: the state and example batches they are compiled
     for; ``background``: build them in a child process when the store lacks one (``config``,
-    ``spec``: what the child builds them from; ``log``: the child's output)."""
+    ``spec``: what the child builds them from; ``log``: the child's output); ``stored``: false
+    for steps the store cannot hold (a data-parallel rank's, whose collectives name its process
+    group): compiled in this process with ``torch.compile`` when first due."""
 
     def __init__(self, fns: Dict[str, Callable], args: tuple, background: bool,
-                 config: TrainConfig, spec: EnvSpec, log: Path):
+                 config: TrainConfig, spec: EnvSpec, log: Path, stored: bool = True):
         self.eager, self.args, self.name = fns, args, " and ".join(fns)
         self.compiled: Optional[Dict[str, Callable]] = None
         self.child: Optional[subprocess.Popen] = None
-        paths = {name: artifact_path(fn, args, name) for name, fn in fns.items()}
+        self.stored = stored
+        paths = ({name: artifact_path(fn, args, name) for name, fn in fns.items()} if stored
+                 else {})
         if background and any(p is not None and not p.exists() for p in paths.values()):
             self.child, self.log = _start_child(config, spec, paths, log), log
             self.started, self.threads = time.perf_counter(), torch.get_num_threads()
@@ -99,8 +104,8 @@ class CompiledStep:
             LOGGER.info(f"{self.name} compiled in the background in "
                         f"{time.perf_counter() - self.started:.1f} s; the run goes on compiled")
         self._end_child()
-        self.compiled = {name: compile_stored(fn, self.args, name)
-                         for name, fn in self.eager.items()}
+        self.compiled = {name: compile_stored(fn, self.args, name) if self.stored
+                         else compile_update(fn) for name, fn in self.eager.items()}
         self.args = None  # the example inputs are needed no more
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from typing import Optional
 
 import torch
 
+from ...losses import Losses
 from ...state import SACConfig, SACState
 from ..config import TrainConfig
 from ..envs.spec import EnvSpec
@@ -21,16 +22,19 @@ from .step_functions import example_batches, step_functions
 class Learner:
     """The learn stage: ``vector_gradient_steps`` of every agent per vector step, once
     learning has started, on batches drawn from ``buffers`` (and ``offline``, RLPD's data); with
-    prioritized replay, the rows' new priorities. ``metrics`` holds the last step's."""
+    prioritized replay, the rows' new priorities. ``metrics`` holds the last step's. ``losses``:
+    the algorithm's unless given (a data-parallel rank's, whose steps are compiled here, not
+    kept in the compile store)."""
 
     def __init__(self, config: TrainConfig, spec: EnvSpec, sac_config: SACConfig, state: SACState,
-                 buffers: list, offline: Optional[ReplayBuffer], progress, timings, log: Path):
+                 buffers: list, offline: Optional[ReplayBuffer], progress, timings, log: Path,
+                 losses: Optional[Losses] = None):
         self.config, self.buffers, self.offline = config, buffers, offline
         self.progress, self.timings = progress, timings
-        self.fns = step_functions(config, len(buffers))
+        self.fns = step_functions(config, len(buffers), losses)
         self.step = (CompiledStep(self.fns, (state, example_batches(
             config, spec, sac_config, len(buffers))), config.compile_in_background, config,
-            spec, log) if config.compile else None)
+            spec, log, stored=losses is None) if config.compile else None)
         self.metrics = None
 
     def learn(self, state: SACState) -> SACState:

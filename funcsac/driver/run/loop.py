@@ -24,8 +24,9 @@ import torch
 from ... import keys
 from ...accel import threads
 from ...accel.memory import reuse_freed_memory
+from ...parallel import parallel_losses
 from ...platform.numerics import numerics, numerics_differences
-from ...registry import POLICIES
+from ...registry import POLICIES, algorithm_of
 from ...reset import reset_params
 from ...state import SACState
 from ..config import TrainConfig
@@ -50,6 +51,8 @@ from .learner import Learner
 from .step_functions import initial_state, replay_buffer
 from .logs import Timings
 from .progress import Progress, crossed
+from .ranks import (RunRanks, any_rank, check_same_state, gathered, joined,
+                    lost_rank_is_an_error, rank_device, rank_dir)
 from .recorder import Recorder
 from .resume import check_resumable, retune, start_fresh_episodes
 from .divergence import DivergenceError, NonFiniteActions, diverged, finite
@@ -108,13 +111,15 @@ def _run_settings():
         torch.set_num_threads(threads)
 
 
-def opening_line(config: TrainConfig, sac_config, run_dir: Path, agents: int) -> str:
+def opening_line(config: TrainConfig, sac_config, run_dir: Path, agents: int,
+                 world: int = 1) -> str:
     """What a run is, in one line: the algorithm and its networks, the environment, the agents,
-    the device, precision and threads, the length and the run directory."""
+    the ranks, the device, precision and threads, the length and the run directory."""
     sizes = "x".join(map(str, sac_config.hidden_sizes))
     return (f"{sac_config.algorithm} ({sac_config.network} {sizes}, {sac_config.num_critics} "
             f"critics) on {config.env_id}, {agents} agent{'s' * (agents > 1)} x "
-            f"{config.num_envs} env{'s' * (config.num_envs > 1)}; {sac_config.device} "
+            f"{config.num_envs} env{'s' * (config.num_envs > 1)}"
+            f"{f' x {world} ranks (data-parallel)' if world > 1 else ''}; {sac_config.device} "
             f"{sac_config.precision}, {torch.get_num_threads()} thread"
             f"{'s' * (torch.get_num_threads() > 1)}"
             f"{f' ({threads.choice})' if threads.choice else ''}; "
@@ -127,12 +132,12 @@ class Run:
     the collaborators that advance them: ``collector``, ``learner``, ``recorder``."""
 
     def __init__(self, config: TrainConfig, run_dir: Path, payload: Optional[dict],
-                 callbacks: Sequence[Callback] = ()):
-        self.config, self.run_dir = config, run_dir
+                 callbacks: Sequence[Callback] = (), ranks: Optional[RunRanks] = None):
+        self.config, self.run_dir, self.ranks = config, run_dir, ranks or RunRanks()
         self.retuned = False  # resumed with new values of dynamic hyperparameters
         self.checkpointed: Optional[str] = None  # where the last checkpoint lies, and its step
         self.agents = agent_specs(config.seed, config.num_seeds, config.sweep)
-        self.seeds = [AgentSeeds.of(a.seed, config.num_envs) for a in self.agents]
+        self.seeds = [AgentSeeds.of(a.seed, config.num_envs, self.ranks.rank) for a in self.agents]
         self.batched = config.env_id in BATCHED_ENVS  # rows stepped on tensors
         self.envs = (make_batched_env(config.env_id, len(self.agents) * config.num_envs,
                                       config.device, getattr(torch, config.dtype))
@@ -141,8 +146,9 @@ class Run:
                                      config.async_envs, config.autoreset_mode,
                                      config.pixel_settings, config.repeat))
         try:
-            self.eval_env = make_eval_env(config.env_id, pixels=config.pixel_settings,
-                                          repeat=config.repeat)
+            self.eval_env = (make_eval_env(config.env_id, pixels=config.pixel_settings,
+                                           repeat=config.repeat)
+                             if self.ranks.rank == 0 else None)  # rank 0 evaluates
             self._setup(payload, callbacks)
         except BaseException:
             self.close()
@@ -159,7 +165,7 @@ class Run:
             check_image_run(config, f"{config.env_id}'s image observations")
         sac_config = config.agent_config(self.spec)
         self.device = torch.device(sac_config.device)
-        LOGGER.info(opening_line(config, sac_config, self.run_dir, A))
+        LOGGER.info(opening_line(config, sac_config, self.run_dir, A, self.ranks.world))
         # offline data (RLPD): one buffer of the dataset's rows that every agent samples from;
         # read again on resume, not checkpointed. Read first, so a bad dataset fails the run
         # before anything is written.
@@ -189,10 +195,12 @@ class Run:
         gammas = np.repeat([a.overrides.get("gamma", sac_config.gamma) for a in self.agents], n)
         self.collector = (TensorCollector if self.batched else Collector)(
             config, self.spec, sac_config, POLICIES[self.spec.policy], self.envs, self.buffers,
-            self.nstep, self.progress, self.timings, gammas)
+            self.nstep, self.progress, self.timings, gammas, self.ranks)
+        losses = (parallel_losses(algorithm_of(sac_config).losses, self.ranks)
+                  if self.ranks.world > 1 else None)
         self.learner = Learner(config, self.spec, sac_config, self.state, self.buffers,
                                self.offline, self.progress, self.timings,
-                               self.run_dir / "compile.log")
+                               self.run_dir / "compile.log", losses)
         self.recorder = Recorder(config, self.run_dir, sac_config, self.agents, self.seeds,
                                  self.spec, self.eval_env, self.progress, self.timings,
                                  self.checkpoint, payload is not None, callbacks)
@@ -292,6 +300,7 @@ class Run:
         with self.timings.phase("checkpoint"):
             if not finite(self.state):  # the last finite checkpoint stays
                 raise self.diverged("the agent's parameters are not finite")
+            check_same_state(self.ranks, self.state, self.progress.env_step)
             manifests = [save_buffer(self.run_dir, i, b, m) for i, (b, m)
                          in enumerate(zip(self.buffers, self.buffer_manifests))]
             self.progress.timings = dict(self.timings.totals)
@@ -330,44 +339,101 @@ def train(config: TrainConfig, run_dir, resume: bool = False, overwrite: bool = 
     Each callback is called with a ``Report`` after every record stage that wrote metrics or
     evaluations; if one returns a true value, the run stops there with a checkpoint
     (``TrainResult.stopped_early``) and can be resumed.
+
+    Started by ``torchrun`` (or with ``torch.distributed`` set up), each process is a rank of a
+    data-parallel run (``ranks``): rank 0 writes into ``run_dir`` and reports, rank ``r`` writes
+    into ``run_dir/ranks/r``.
     """
-    run_dir = Path(run_dir)
-    with showing_status(), _StopFlag() as stop, _run_settings(), writing_to(run_dir):
-        payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
-        if payload is not None:
-            config = check_resumable(config, payload)
-        with removed_if_the_start_fails(run_dir):
-            prepare_run_dir(run_dir, resume, overwrite)
-            run = Run(config, run_dir, payload, callbacks)
-        try:
-            start = run.progress.env_step
-            if payload is not None:
-                LOGGER.info(f"resumed {run_dir} at env step {start:,} of "
-                            f"{config.total_steps:,} ({run.progress.updates:,} updates done)")
-            while run.progress.env_step < config.total_steps and not run.recorder.stopped:
-                if stop.requested:
-                    run.checkpoint()
-                    raise KeyboardInterrupt(f"interrupted at step {run.progress.env_step}; "
-                                            "checkpoint written, continue with --resume")
-                before = run.progress.env_step
-                run.collect()
-                run.reset(before)
-                run.learn()
-                run.record(before)
-            if run.retuned and run.progress.env_step == start:  # no step left: keep the change
-                run.checkpoint()
-            run.recorder.plot()
-        finally:
+    with joined(config.device) as ranks, showing_status(quiet=ranks.rank > 0), \
+            _StopFlag() as stop, _run_settings():
+        run_dir = rank_dir(Path(run_dir), ranks)
+        config = _rank_config(config, callbacks, ranks)
+        with writing_to(run_dir):
+            run = _started(config, run_dir, resume, overwrite, callbacks, ranks)
+            try:
+                with lost_rank_is_an_error(ranks, lambda: run.checkpointed):
+                    _loop(run, stop)
+                run.recorder.plot()
+            finally:
+                run.close()
+        _summary(run)
+    return TrainResult(run.state, run.progress.evals, run.recorder.stopped)
+
+
+def _rank_config(config: TrainConfig, callbacks: Sequence[Callback],
+                 ranks: RunRanks) -> TrainConfig:
+    """``config`` as a rank of a data-parallel run takes it (its own CUDA device; the compile
+    in its own process); ``ValueError`` for what such a run cannot do."""
+    if ranks.world == 1:
+        return config
+    if callbacks:
+        raise ValueError("a data-parallel run takes no callbacks (rank 0 alone would stop); "
+                         "read its logs instead")
+    if config.num_seeds > 1 or config.sweep:
+        raise ValueError("a data-parallel run trains one agent: --num-seeds 1 and no --sweep "
+                         f"(got {config.num_seeds} seeds, sweep {config.sweep or 'none'})")
+    return dataclasses.replace(config, device=rank_device(config.device),
+                               compile_in_background=False)
+
+
+def _started(config: TrainConfig, run_dir: Path, resume: bool, overwrite: bool,
+             callbacks: Sequence[Callback], ranks: RunRanks) -> Run:
+    """The run set up in ``run_dir``, fresh or from its checkpoint; rank 0 prepares its folder
+    (which holds the other ranks') before they prepare theirs, and resumed ranks must all stand
+    at the same env step."""
+    payload = load_checkpoint(run_dir / CHECKPOINT) if resume else None
+    if payload is not None:
+        config = check_resumable(config, payload)
+    if ranks.rank > 0:
+        any_rank(ranks)  # rank 0's folder first
+    with removed_if_the_start_fails(run_dir):
+        prepare_run_dir(run_dir, resume, overwrite)
+        if ranks.rank == 0:
+            any_rank(ranks)
+        run = Run(config, run_dir, payload, callbacks, ranks)
+    step = run.progress.env_step
+    if ranks.world > 1:
+        steps = gathered(ranks, torch.tensor([step])).reshape(-1).tolist()
+        if len(set(steps)) > 1:
             run.close()
-    p, stopped_early = run.progress, run.recorder.stopped
+            raise CheckpointError(f"the ranks' checkpoints stand at env steps {steps}: a rank "
+                                  "stopped between two checkpoints; resume from a copy of the "
+                                  "run whose ranks stopped together")
+    if payload is not None:
+        LOGGER.info(f"resumed {run_dir} at env step {step:,} of {config.total_steps:,} "
+                    f"({run.progress.updates:,} updates done)")
+    return run
+
+
+def _loop(run: Run, stop: _StopFlag) -> None:
+    """The stages in order until the run is done, a callback stops it, or an interrupt (on any
+    rank) checkpoints it and raises ``KeyboardInterrupt``."""
+    start = run.progress.env_step
+    while run.progress.env_step < run.config.total_steps and not run.recorder.stopped:
+        if any_rank(run.ranks, stop.requested)[0]:
+            run.checkpoint()
+            raise KeyboardInterrupt(f"interrupted at step {run.progress.env_step}; checkpoint "
+                                    "written, continue with --resume")
+        before = run.progress.env_step
+        run.collect()
+        run.reset(before)
+        run.learn()
+        run.record(before)
+    if run.retuned and run.progress.env_step == start:  # no step left: keep the change
+        run.checkpoint()
+
+
+def _summary(run: Run) -> None:
+    """The run's last status lines: steps, updates, time, the final evaluation, the phases'
+    times."""
+    p, config = run.progress, run.config
     final = (f"final eval return {np.mean([e.return_mean for e in p.evals[-len(run.agents):]]):.1f}"
              if p.evals else "no evaluation yet")
     steps = (f"{p.env_step} env steps" if config.repeat == 1 else
              f"{p.env_step} agent steps ({p.env_step * config.repeat} env steps)")
-    with showing_status():
+    with showing_status(quiet=run.ranks.rank > 0):
         LOGGER.info(f"{steps} x {len(run.agents)} agent(s), {p.updates} updates each in "
                     f"{time.perf_counter() - run.start:.1f} s; {final}\n"
                     f"{run.timings.summary()}")
-        if stopped_early:
+        if run.recorder.stopped:
             LOGGER.info("stopped by a callback; continue with --resume")
-    return TrainResult(run.state, p.evals, stopped_early)

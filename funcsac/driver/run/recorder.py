@@ -41,7 +41,8 @@ def eval_line(evals: List[EvalResult], step: int, total: int, env_steps_per_s: f
 class Recorder:
     """Writes what a run reports into ``run_dir``: ``config.json``, ``metrics.csv``,
     ``eval.csv``, the boards and ``curve.png``; ``checkpoint()`` writes the run's checkpoint.
-    ``stopped`` turns true when a callback asks the run to stop."""
+    ``stopped`` turns true when a callback asks the run to stop. Without an ``eval_env`` (a
+    data-parallel run's ranks but the first) it evaluates nothing."""
 
     def __init__(self, config, run_dir: Path, sac_config, agents: list, seeds: list, spec,
                  eval_env, progress, timings, checkpoint: Callable[[], None], resumed: bool,
@@ -92,7 +93,8 @@ class Recorder:
             self.bar.update(step - before)
         end = step >= cfg.total_steps
         logs = self.log_metrics(metrics) if crossed(before, step, cfg.log_every) or end else []
-        evals = self.evaluate(state) if crossed(before, step, cfg.eval_every) or end else []
+        evals = (self.evaluate(state) if self.eval_env is not None
+                 and (crossed(before, step, cfg.eval_every) or end) else [])
         checkpointed = crossed(before, step, cfg.checkpoint_every) or end
         if checkpointed:
             self.checkpoint()

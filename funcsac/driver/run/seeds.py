@@ -29,9 +29,13 @@ class AgentSeeds:
     envs: tuple
 
     @classmethod
-    def of(cls, seed: int, num_envs: int) -> "AgentSeeds":
-        return cls(derive_seed(seed, _AGENT), derive_seed(seed, _LOOP), derive_seed(seed, _EVAL),
-                   tuple(derive_seed(seed, _ENV, i) for i in range(num_envs)))
+    def of(cls, seed: int, num_envs: int, rank: int = 0) -> "AgentSeeds":
+        """The seeds of agent seed ``seed`` on rank ``rank`` of a data-parallel run (0: a run of
+        one process): the same weights on every rank, rank ``r``'s environments those a process
+        with ``(r + 1) * num_envs`` of them would step last, and a loop key of its own."""
+        loop = derive_seed(seed, _LOOP) if rank == 0 else derive_seed(seed, _LOOP, rank)
+        return cls(derive_seed(seed, _AGENT), loop, derive_seed(seed, _EVAL),
+                   tuple(derive_seed(seed, _ENV, rank * num_envs + i) for i in range(num_envs)))
 
 
 def fresh_episode_seed(seed: int, env: int, step: int) -> int:

@@ -14,16 +14,17 @@ FORMAT = "funcsac: %(message)s"
 
 
 @contextlib.contextmanager
-def showing_status():
+def showing_status(quiet: bool = False):
     """Status lines printed to stdout for the length of the block, unless logging is
-    configured for them already; the logger is left as it was."""
+    configured for them already; ``quiet`` (a data-parallel run's ranks but the first): only
+    warnings. The logger is left as it was."""
     if LOGGER.hasHandlers():
         yield
         return
     handler, level = logging.StreamHandler(sys.stdout), LOGGER.level
     handler.setFormatter(logging.Formatter(FORMAT))
     LOGGER.addHandler(handler)
-    LOGGER.setLevel(logging.INFO)
+    LOGGER.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         yield
     finally:

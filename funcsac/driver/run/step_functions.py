@@ -7,8 +7,9 @@ from typing import Callable, Dict, Optional
 
 import torch
 
+from ...losses import Losses
 from ...state import SACConfig, SACState, init_state
-from ...updates import make_critic_update, update, update_with_aux
+from ...updates import make_critic_update, make_update
 from ...utd import make_update_many
 from ..config import TrainConfig
 from ..envs.spec import EnvSpec
@@ -19,19 +20,20 @@ from .agents import agent_specs, stack, vmap_agents, with_overrides
 from .seeds import AgentSeeds
 
 
-def step_functions(config: TrainConfig, num_agents: int) -> Dict[str, Callable]:
+def step_functions(config: TrainConfig, num_agents: int,
+                   losses: Optional[Losses] = None) -> Dict[str, Callable]:
     """The functions a run's learn stage calls, ``fn(state, batches) -> (state, metrics[, aux])``
     (``vector_gradient_steps`` of every agent; per-sample TD errors with prioritized
     replay), by their names in the compile store: the update first, then, with ``policy_delay``
     > 1 at one gradient step a call, its critic half (``critic_update``) for the steps whose
-    actor is not due."""
+    actor is not due. ``losses``: the algorithm's unless given (a data-parallel rank's)."""
     k, aux = config.vector_gradient_steps, config.prioritized
     tail = f"{'-aux' if aux else ''}-agents{num_agents}"
     if k > 1:
-        return {f"update_many{tail}": vmap_agents(make_update_many(with_aux=aux), num_agents)}
-    fns = {f"update{tail}": vmap_agents(update_with_aux if aux else update, num_agents)}
+        return {f"update_many{tail}": vmap_agents(make_update_many(losses, aux), num_agents)}
+    fns = {f"update{tail}": vmap_agents(make_update(losses, aux), num_agents)}
     if config.policy_delay > 1:
-        fns[f"update-critic{tail}"] = vmap_agents(make_critic_update(with_aux=aux), num_agents)
+        fns[f"update-critic{tail}"] = vmap_agents(make_critic_update(losses, aux), num_agents)
     return fns
 
 
