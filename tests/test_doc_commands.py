@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from funcsac.driver.cli import main
+from helpers import torchrun
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -105,6 +106,12 @@ def run(command: str, workspace: Path) -> Path:
         return workspace / words[1]
     if words[:3] == ["python", "-m", "funcsac"]:
         words = ["funcsac", *words[3:]]
+    if words[0] == "torchrun":  # its ranks, on a free port, each with the small budget
+        start = words.index("funcsac") + 1
+        done = torchrun(int(flag(words, "--nproc-per-node")), "-m", "funcsac",
+                        *with_small_budget(words[start:]), cwd=workspace)
+        assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
+        return workspace
     assert words[0] == "funcsac", f"a command of a kind this test does not know: {command}"
     argv = with_small_budget(words[1:])
     if words[1] == "tune":  # in a process of its own, whose Ray ends with it

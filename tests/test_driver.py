@@ -270,7 +270,8 @@ def test_every_tensor_given_to_update_and_act_is_on_the_configured_device(
 
     from funcsac.driver.tools import evaluate as evaluate_module
     from funcsac.driver.run import step_functions
-    monkeypatch.setattr(step_functions, "update", checking(step_functions.update))
+    real = step_functions.make_update
+    monkeypatch.setattr(step_functions, "make_update", lambda *a: checking(real(*a)))
     monkeypatch.setattr(collector, "act", checking(collector.act))
     monkeypatch.setattr(evaluate_module, "act", checking(evaluate_module.act))
     cfg = dataclasses.replace(RESUME, total_steps=120, learning_starts=60, eval_every=0,

@@ -139,8 +139,8 @@ def test_a_run_with_a_policy_delay_computes_the_actor_only_when_it_is_due(tmp_pa
     calls = []
     real = learner.step_functions
 
-    def counted(config, agents):
-        fns = real(config, agents)
+    def counted(config, agents, losses=None):
+        fns = real(config, agents, losses)
         return {name: (lambda fn, name: lambda *a: calls.append(name) or fn(*a))(fn, name)
                 for name, fn in fns.items()}
 
@@ -149,7 +149,8 @@ def test_a_run_with_a_policy_delay_computes_the_actor_only_when_it_is_due(tmp_pa
     assert calls == ["update-agents1" if i % 3 == 0 else "update-critic-agents1"
                      for i in range(101)]
     monkeypatch.setattr(learner, "step_functions",
-                        lambda config, agents: dict([next(iter(real(config, agents).items()))]))
+                        lambda config, agents, losses=None: dict([next(iter(
+                            real(config, agents, losses).items()))]))
     whole = funcsac.train(funcsac.TrainConfig(**settings), tmp_path / "whole")
     assert_states_equal(split.state, whole.state)
     assert eval_rows(tmp_path / "split") == eval_rows(tmp_path / "whole")

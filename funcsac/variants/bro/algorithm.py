@@ -120,9 +120,9 @@ def explore(state: SACState, obs: torch.Tensor, noise: torch.Tensor) -> torch.Te
 
 
 def optimistic_step(state: SACState, batch: Batch, key: torch.Tensor,
-                    combine: Optional[Callable] = None) -> Tuple[Dict, Dict]:
+                    reduce: Optional[Callable] = None) -> Tuple[Dict, Dict]:
     """One AdamW step of the optimistic actor against the state's (new) actor and critics, and
-    one Adam step of the optimism and the KL weight on its KL divergence (``combine``,
+    one Adam step of the optimism and the KL weight on its KL divergence (``reduce``,
     ``Losses.combine``, takes the gradients and the KL first); returns the new ``extra`` and the
     metrics ``optimism``, ``kl_weight`` (before the step), ``kl`` (per action dimension) and
     ``optimistic_loss``."""
@@ -147,8 +147,8 @@ def optimistic_step(state: SACState, batch: Batch, key: torch.Tensor,
     mask = decay_mask(static.extra["actor"], cfg.weight_decay_on)
     train = trainable(extra["actor"], mask)
     grads, (loss, kl) = grad_and_value(loss_fn)(train)
-    if combine is not None:
-        grads, kl = combine((grads, kl))
+    if reduce is not None:
+        grads, kl = reduce((grads, kl))
     actor, actor_opt, _ = adam_update(grads, extra["actor_opt"], train, state.hparams.actor_lr,
                                       betas=cfg.adam_betas, eps=cfg.adam_eps,
                                       weight_decay=cfg.weight_decay, decay_mask=mask,
