@@ -14,6 +14,7 @@ import torch
 from .dmc import FoldedSeed, is_dmc, register_dmc, render_kwargs
 from .raw import RawObservationEnv
 from .torch_pendulum import TorchPendulum
+from .warp_half_cheetah import WarpHalfCheetah
 
 AutoresetMode = gym.vector.AutoresetMode
 
@@ -128,7 +129,8 @@ def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
 # environments with an implementation that steps N rows at once on tensors (``envs.batched``),
 # by the id a run names: its factory ``(num_envs, device, dtype) -> BatchedEnv`` and the
 # gymnasium environment each of its rows is (what evaluation, specs and loading make)
-BATCHED_ENVS = {"torch/Pendulum-v1": (TorchPendulum, "Pendulum-v1")}
+BATCHED_ENVS = {"torch/Pendulum-v1": (TorchPendulum, "Pendulum-v1"),
+                "warp/HalfCheetah-v5": (WarpHalfCheetah, "HalfCheetah-v5")}
 
 
 def gymnasium_id(env_id: str) -> str:
