@@ -34,7 +34,8 @@ NOT_RUN = {
 }
 # a part of a command that needs an extra the test install (README's second command) leaves out ->
 # the module it needs: such a command runs where that is installed
-EXTRAS = {"--env-id LunarLander-v3": "Box2D", "--tensorboard": "tensorboard"}
+EXTRAS = {"--env-id LunarLander-v3": "Box2D", "--tensorboard": "tensorboard",
+          "--env-id warp/": "mujoco_warp"}
 # the budget of every train command that starts a run, and of a resume that runs longer
 STEPS, LEARNING_STARTS, RESUMED_STEPS = 120, 100, 160
 

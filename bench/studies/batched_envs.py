@@ -1,9 +1,11 @@
-"""Env steps per second of N Pendulum-v1 rows stepped at once: the torch Pendulum on tensors
-(``funcsac.driver.envs.torch_pendulum``) against gymnasium's vector env of N Pendulum-v1 behind the
-same protocol (``GymnasiumBatched``: numpy in the env, tensors out), uniformly random torques,
+"""Env steps per second of N rows stepped at once: a batched environment on tensors (``--task
+pendulum``: ``torch/Pendulum-v1``, ``funcsac.driver.envs.torch_pendulum``; ``--task cheetah``:
+``warp/HalfCheetah-v5`` on MuJoCo Warp) against gymnasium's vector env of N of its twin behind the
+same protocol (``GymnasiumBatched``: numpy in the env, tensors out), uniformly random actions,
 interleaved rounds in one process:
 
-    python -m bench.studies.batched_envs [--envs 1,64,1024] [--steps 400] [--rounds 5] [--json F]
+    python -m bench.studies.batched_envs [--task pendulum] [--envs 1,64,1024] [--steps 400]
+        [--rounds 5] [--json F]
 
 A row is the median over rounds of env steps (rows x steps) per second, autoresets included.
 ``--train``: whole ``funcsac train`` runs instead (``torch/Pendulum-v1`` against
@@ -26,21 +28,26 @@ from bench.common.results_md import machine
 from funcsac import train
 from funcsac.driver.config import TrainConfig
 from funcsac.driver.envs.batched import GymnasiumBatched
-from funcsac.driver.envs.torch_pendulum import TorchPendulum
+from funcsac.driver.envs.make import gymnasium_id, make_batched_env
+
+TASKS = {"pendulum": "torch/Pendulum-v1", "cheetah": "warp/HalfCheetah-v5"}
 
 
-def make(kind: str, n: int):
-    if kind == "torch":
-        return TorchPendulum(n)
+def make(env_id: str, n: int):
+    """``n`` rows of ``env_id``: a batched env, or gymnasium's vector env behind the protocol."""
+    if env_id != gymnasium_id(env_id):
+        return make_batched_env(env_id, n, "cpu", torch.float32)
     return GymnasiumBatched(gym.vector.SyncVectorEnv(
-        [lambda: gym.make("Pendulum-v1") for _ in range(n)],
+        [lambda: gym.make(env_id) for _ in range(n)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP))
 
 
 def steps_per_s(env, steps: int) -> float:
     """Env steps per second of ``steps`` batched steps of ``env`` (reset first, not timed)."""
     env.reset(seed=0)
-    actions = torch.rand(steps, env.num_envs, 1, generator=torch.Generator().manual_seed(0)) * 4 - 2
+    u = torch.rand(steps, env.num_envs, env.act_dim, generator=torch.Generator().manual_seed(0))
+    actions = env.action_low + u * (env.action_high - env.action_low)
+    env.step(actions[0])  # a first step outside the clock (a Warp model's kernels load)
     start = time.perf_counter()
     for a in actions:
         env.step(a)
@@ -62,6 +69,7 @@ def train_rate(env_id: str, n: int, steps: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=TASKS, default="pendulum")
     parser.add_argument("--envs", default="1,64,1024")
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
@@ -69,12 +77,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     sizes = [int(n) for n in args.envs.split(",")]
-    kinds = {"torch": "torch/Pendulum-v1", "gymnasium": "Pendulum-v1"}
+    batched = TASKS[args.task]
+    kinds = {"torch": batched, "gymnasium": gymnasium_id(batched)}
     if args.train:
         measure = {(kind, n): (lambda env_id, n: lambda: train_rate(env_id, n, args.steps))(
             env_id, n) for n in sizes for kind, env_id in kinds.items()}
     else:
-        envs = {(kind, n): make(kind, n) for n in sizes for kind in kinds}
+        envs = {(kind, n): make(env_id, n) for n in sizes for kind, env_id in kinds.items()}
         measure = {key: (lambda env: lambda: steps_per_s(env, args.steps))(env)
                    for key, env in envs.items()}
     rates = {k: [] for k in measure}
@@ -84,15 +93,15 @@ def main() -> None:
     rows = [{"envs": n, "torch": statistics.median(rates["torch", n]),
              "gymnasium": statistics.median(rates["gymnasium", n])} for n in sizes]
     what = "whole training runs" if args.train else "env steps only"
-    print(f"N Pendulum-v1 rows, env steps/s, {what} (medians of {args.rounds} rounds of "
-          f"{args.steps} steps; {machine()}, torch threads {torch.get_num_threads()})\n")
-    print("| envs | torch Pendulum | gymnasium vector env | ratio |\n|---|---|---|---|")
+    print(f"N {kinds['gymnasium']} rows, env steps/s, {what} (medians of {args.rounds} rounds "
+          f"of {args.steps} steps; {machine()}, torch threads {torch.get_num_threads()})\n")
+    print(f"| envs | {batched} | gymnasium vector env | ratio |\n|---|---|---|---|")
     for r in rows:
         print(f"| {r['envs']} | {r['torch']:,.0f} | {r['gymnasium']:,.0f} | "
               f"{r['torch'] / r['gymnasium']:.1f}x |")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine(), "train": args.train,
-                                         "rows": rows}, indent=1))
+        args.json.write_text(json.dumps({"machine": machine(), "task": batched,
+                                         "train": args.train, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":
