@@ -10,23 +10,28 @@ from .batch import field_parts, map_obs
 from .encoders import encoder_input
 from .networks import apply_encoder
 from .normalize import normalize_obs
+from .policy import actor_obs
 from .registry import POLICIES, algorithm_of
 from .state import SACState
 
 
 def act(state: SACState, obs: torch.Tensor, deterministic: bool = True,
         key: Optional[torch.Tensor] = None, noise: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Actions for ``obs [B, obs_dim]`` (or ``[obs_dim]``, normalised by the state's statistics
-    when it keeps them; image observations: ``uint8 [B, C, H, W]`` or ``[C, H, W]``, through the
-    state's encoder; with a state vector, a dict of them, ``"pixels"``, and ``"state"
-    [B, state_dim]`` or ``[state_dim]``), by the config's policy family: in [-1, 1],
-    ``tanh(mean)`` when ``deterministic``, else a sample ``tanh(mean + std * noise)``; for a
-    categorical policy the action index ``[B, 1]`` (float), the most likely one or a Gumbel-max
-    sample. The standard normal ``noise [B, act_dim]`` is given or drawn with ``key``."""
+    """Actions for ``obs [B, obs_dim]`` (or ``[obs_dim]``; with ``privileged_dim``, a batch's
+    observations, which end in the privileged numbers, are taken too, without them), normalised
+    by the state's statistics when it keeps them (image observations: ``uint8 [B, C, H, W]`` or
+    ``[C, H, W]``, through the state's encoder; with a state vector, a dict of them,
+    ``"pixels"``, and ``"state" [B, state_dim]`` or ``[state_dim]``), by the config's policy
+    family: in [-1, 1], ``tanh(mean)`` when ``deterministic``, else a sample ``tanh(mean + std *
+    noise)``; for a categorical policy the action index ``[B, 1]`` (float), the most likely one
+    or a Gumbel-max sample. The standard normal ``noise [B, act_dim]`` is given or drawn with
+    ``key``."""
     cfg = state.config
     device = torch.device(cfg.device)
+    if isinstance(obs, torch.Tensor) and obs.shape[-1:] == cfg.obs_shape[-1:]:
+        obs = actor_obs(cfg, obs)  # a batch's observations: what the actor sees of them
     lead = None  # the batch dimensions, which every entry shares
-    for label, x, dims, (dtype,) in field_parts(obs, "obs", cfg, cfg.obs_shape,
+    for label, x, dims, (dtype,) in field_parts(obs, "obs", cfg, cfg.actor_obs_shape,
                                                 (cfg.obs_dtype,), owner=""):
         if not isinstance(x, torch.Tensor):
             raise ValueError(f"{label}: expected a tensor, got {type(x).__name__}")

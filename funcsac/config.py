@@ -93,6 +93,9 @@ class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
     # code give
     image_shape: Tuple[int, ...] = ()  # (C, H, W) of uint8 images; empty: vectors of obs_dim
     state_dim: int = 0  # images: a state vector of this size beside them (dict observations)
+    # vectors: the last privileged_dim numbers of each observation only the critics see
+    # (asymmetric actor-critic); the actor takes the first obs_dim
+    privileged_dim: int = 0
     encoder_factory: Optional[Callable[[tuple, int], nn.Module]] = None  # None: the encoder's
     actor_factory: Optional[ModuleFactory] = None
     critic_factory: Optional[ModuleFactory] = None
@@ -167,8 +170,14 @@ class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
 
     @property
     def obs_shape(self) -> tuple:
-        """The shape of one observation (of a dict observation's ``"pixels"``):
-        ``image_shape``, or ``(obs_dim,)``."""
+        """The shape of one observation as a batch holds it (of a dict observation's
+        ``"pixels"``): ``image_shape``, or ``(obs_dim + privileged_dim,)``."""
+        return self.image_shape or (self.obs_dim + self.privileged_dim,)
+
+    @property
+    def actor_obs_shape(self) -> tuple:
+        """The shape of one observation as the actor takes it: ``obs_shape`` without the
+        privileged numbers."""
         return self.image_shape or (self.obs_dim,)
 
     @property
@@ -181,9 +190,15 @@ class SACConfig(LearningSettings, NetworkSettings, NormalizationSettings):
 
     @property
     def input_dim(self) -> int:
-        """What the actor and the critics take of an observation: ``obs_dim`` numbers (an
-        encoder's features for images), followed by the ``state_dim`` of a dict observation."""
+        """What the actor takes of an observation: ``obs_dim`` numbers (an encoder's features
+        for images), followed by the ``state_dim`` of a dict observation."""
         return self.obs_dim + self.state_dim
+
+    @property
+    def critic_input_dim(self) -> int:
+        """What the critics take of an observation: ``input_dim`` numbers, then the
+        ``privileged_dim`` only they see."""
+        return self.input_dim + self.privileged_dim
 
     @property
     def temperature_betas(self) -> tuple:

@@ -36,6 +36,10 @@ def _check_images(cfg, algorithm) -> None:
              "must be empty (vector observations) or (channels, height, width)", cfg.image_shape)
     require(is_int(cfg.state_dim) and cfg.state_dim >= 0, "state_dim",
              "must be an integer >= 0", cfg.state_dim)
+    require(is_int(cfg.privileged_dim) and cfg.privileged_dim >= 0, "privileged_dim",
+             "must be an integer >= 0", cfg.privileged_dim)
+    require(not (cfg.image_shape and cfg.privileged_dim), "privileged_dim", "must be 0 with "
+             "image observations (privileged numbers end vector observations)", cfg.privileged_dim)
     if not cfg.image_shape:
         require(cfg.state_dim == 0, "state_dim", "must be 0 without image_shape (a state "
                  "vector goes beside images; vector observations are obs_dim)", cfg.state_dim)

@@ -47,11 +47,14 @@ def merge_stats(stats: RunningStats, x: torch.Tensor, mask: torch.Tensor) -> Run
 
 def normalize_obs(norm: Dict[str, RunningStats], obs: torch.Tensor) -> torch.Tensor:
     """``(obs - mean) / sqrt(var + eps)`` clipped to ``OBS_CLIP``, in ``obs``'s dtype, when the
-    state keeps observation statistics (``norm["obs"]``); ``obs`` otherwise."""
+    state keeps observation statistics (``norm["obs"]``); ``obs`` otherwise. Observations
+    narrower than the statistics (the actor's, without the privileged numbers that end them)
+    take the leading entries."""
     if "obs" not in norm:
         return obs
-    s = norm["obs"]
-    z = (obs - s.mean.to(obs.dtype)) * torch.rsqrt(s.var.to(obs.dtype) + EPS)
+    s, width = norm["obs"], obs.shape[-1]
+    z = (obs - s.mean[..., :width].to(obs.dtype)) * torch.rsqrt(s.var[..., :width].to(obs.dtype)
+                                                                + EPS)
     return z.clamp(-OBS_CLIP, OBS_CLIP)
 
 

@@ -45,13 +45,20 @@ def tanh_gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor,
     return torch.tanh(pre_tanh), tanh_gaussian_log_prob(mean, log_std, pre_tanh)
 
 
+def actor_obs(cfg, obs: torch.Tensor) -> torch.Tensor:
+    """What the actor sees of observations ``obs [B, ...]``: all of them, but the last
+    ``privileged_dim`` numbers of vectors that hold them (``[B, obs_dim]``)."""
+    return obs[..., :cfg.obs_dim] if cfg.privileged_dim else obs
+
+
 def actor_gaussian(static, actor, obs: torch.Tensor,
                    stats=None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The tanh-Gaussian actor's ``(mean, log_std)`` ``[B, act]`` before the tanh, the log-std
-    bounded as the config says (``apply_actor``; ``stats``: its batch statistics)."""
+    """The tanh-Gaussian actor's ``(mean, log_std)`` ``[B, act]`` before the tanh for ``obs``
+    (``actor_obs`` of it), the log-std bounded as the config says (``apply_actor``;
+    ``stats``: its batch statistics)."""
     cfg = static.config
-    return apply_actor(static.actor, actor, obs, cfg.log_std_min, cfg.log_std_max, stats,
-                       cfg.log_std_squash)
+    return apply_actor(static.actor, actor, actor_obs(cfg, obs), cfg.log_std_min,
+                       cfg.log_std_max, stats, cfg.log_std_squash)
 
 
 class PolicyFamily:

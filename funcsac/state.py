@@ -129,8 +129,9 @@ def _build(config: SACConfig, num_critics: int):
     actor = (config.actor_factory(*dims, config.actor_hidden_sizes or config.hidden_sizes)
              if config.actor_factory else
              build_network(config, "actor", config.input_dim, family.head_size(config.act_dim)))
-    critic_dims = family.critic_dims(*dims, config.critic_outputs)
-    critic = (functools.partial(config.critic_factory, *dims, config.hidden_sizes)
+    seen = (config.critic_input_dim, config.act_dim)  # the critics see the privileged numbers
+    critic_dims = family.critic_dims(*seen, config.critic_outputs)
+    critic = (functools.partial(config.critic_factory, *seen, config.hidden_sizes)
               if config.critic_factory else
               functools.partial(build_network, config, "critic", *critic_dims))
     return actor, [critic() for _ in range(num_critics)]
@@ -238,7 +239,7 @@ def init_state(config: SACConfig, seed: int = 0) -> SACState:
         key=keys.make_key(seed, dev),
         step=torch.zeros((), dtype=torch.int64, device=dev),
         hparams=HParams(*(scalar(getattr(config, f)) for f in HParams._fields)),
-        norm={**({"obs": init_stats((config.obs_dim,), dev)} if config.normalize_obs else {}),
+        norm={**({"obs": init_stats(config.obs_shape, dev)} if config.normalize_obs else {}),
               **({"return": init_stats((), dev)} if config.scale_rewards else {}),
               **({"return_max": torch.zeros((), dtype=torch.float64, device=dev)}
                  if config.return_bound is not None else {})},

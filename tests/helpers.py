@@ -37,7 +37,7 @@ def make_batch(cfg: funcsac.SACConfig, batch_size: int = 32, seed: int = 0,
                     "state": torch.randn(B, cfg.state_dim, generator=g, dtype=dt)}
         if cfg.image_shape:
             return torch.randint(0, 256, (B, *cfg.image_shape), generator=g, dtype=torch.uint8)
-        return torch.randn(B, cfg.obs_dim, generator=g, dtype=dt)
+        return torch.randn(B, cfg.obs_dim + cfg.privileged_dim, generator=g, dtype=dt)
 
     return funcsac.Batch(
         obs=observations(),

@@ -30,7 +30,8 @@ class ReferenceSAC:
         d, a, hidden = cfg.obs_dim + cfg.state_dim, cfg.act_dim, cfg.hidden_sizes
         actor_hidden = cfg.actor_hidden_sizes or hidden
         actor_f = lambda: self.network(d, 2 * a, actor_hidden).to(dt)  # noqa: E731
-        critic_f = lambda: self.critic_network(d + a, cfg.critic_outputs, hidden).to(dt)  # noqa: E731
+        critic_f = lambda: self.critic_network(  # noqa: E731  the critics see the privileged
+            d + cfg.privileged_dim + a, cfg.critic_outputs, hidden).to(dt)
         self.actor = _module_with(actor_f, state.actor)
         self.critics = [_module_with(critic_f, {k: v[i] for k, v in state.critic.items()})
                         for i in range(cfg.num_critics)]
@@ -64,7 +65,7 @@ class ReferenceSAC:
 
     def dist(self, obs):
         cfg = self.cfg
-        mean, raw = self.actor(obs).chunk(2, dim=-1)
+        mean, raw = self.actor(obs[..., :cfg.obs_dim + cfg.state_dim]).chunk(2, dim=-1)
         if cfg.log_std_squash == "clip":  # SB3's and REDQ's torch.clamp
             return mean, torch.clamp(raw, cfg.log_std_min, cfg.log_std_max)
         span = cfg.log_std_max - cfg.log_std_min

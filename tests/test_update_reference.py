@@ -17,6 +17,7 @@ CASES = {
     "adamw_clip": dict(weight_decay=0.01, max_grad_norm=1.0),
     "adamw_all": dict(weight_decay=0.01, weight_decay_on="all"),
     "horizon_weight": dict(),  # n-step horizons and importance weights in the batch
+    "privileged": dict(privileged_dim=2),  # observations end in 2 numbers only critics see
     # the log-std clipped (REDQ, TQC, sbx), with bounds that clip some of the raw values
     "log_std_clip_xavier": dict(log_std_squash="clip", log_std_min=-0.05, log_std_max=0.05,
                                 weight_init="xavier_uniform"),

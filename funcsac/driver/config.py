@@ -97,18 +97,20 @@ class TrainConfig(RecordSettings, NormalizationSettings, FactorySettings, Networ
         object.__setattr__(self, "options", option_settings(chosen, given))
 
     def sac_config(self, obs_dim: int, act_dim: int, policy: str = "tanh_gaussian",
-                   image_shape: tuple = (), state_dim: int = 0) -> SACConfig:
+                   image_shape: tuple = (), state_dim: int = 0,
+                   privileged_dim: int = 0) -> SACConfig:
         """The agent's SACConfig for an environment's observation and action sizes and the
         policy family its action space needs (``EnvSpec.policy``); with an ``image_shape``, the
         encoder's ``image_features`` take the place of ``obs_dim`` (and a ``state_dim`` vector
-        goes beside them)."""
+        goes beside them); ``privileged_dim`` numbers end the observations, for the critics."""
         fields = {f.name: getattr(self, f.name) for f in AGENT_FIELDS}
         fields.update({name: import_factory(getattr(self, name), name)
                        for name in FACTORY_FIELDS if getattr(self, name)})
         return SACConfig.of(obs_dim=self.image_features if image_shape else obs_dim,
                             act_dim=act_dim, policy=policy, device=self.device,
                             dtype=getattr(torch, self.dtype), image_shape=image_shape,
-                            state_dim=state_dim, **fields, **self.options)
+                            state_dim=state_dim, privileged_dim=privileged_dim, **fields,
+                            **self.options)
 
     def for_env(self, spec) -> "TrainConfig":
         """This config with the settings it leaves to the environment (``ENV_SETTLED``, those
@@ -127,7 +129,7 @@ class TrainConfig(RecordSettings, NormalizationSettings, FactorySettings, Networ
     def agent_config(self, spec) -> SACConfig:
         """The agent's SACConfig for an environment's spaces (an ``EnvSpec``)."""
         return self.sac_config(spec.obs_dim, spec.act_dim, spec.policy, spec.image_shape,
-                               spec.state_dim)
+                               spec.state_dim, spec.privileged_dim)
 
     @property
     def pixel_settings(self):

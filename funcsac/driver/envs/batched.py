@@ -7,10 +7,15 @@ next episode at once, its returned observation is the new episode's first, and
 ``BatchedStep.final_obs`` holds the observation the finished episode ended on (for the other rows,
 the returned observation itself), so every row of every step is a transition
 ``(obs, action, reward, final_obs, terminated)``.
+
+An environment may give the critics more than the actor (asymmetric actor-critic): its
+observations end in ``privileged_dim`` numbers that only the critics see (the true state behind
+a partial observation, the time left); the actor, its evaluation environment and exports take the
+first ``obs_dim``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -19,32 +24,33 @@ from .step import AutoresetMode, transitions
 
 
 class BatchedStep(NamedTuple):
-    """One step of N environments: ``obs [N, obs_dim]`` (the next episode's first where a row
-    ended), ``reward [N]``, ``terminated [N]`` and ``truncated [N]`` (bool), ``final_obs [N,
-    obs_dim]`` (each row's true next observation), and ``privileged [N, k]`` (what only the
-    critic may see, or ``None``)."""
+    """One step of N environments: ``obs [N, obs_dim + privileged_dim]`` (the next episode's
+    first where a row ended), ``reward [N]``, ``terminated [N]`` and ``truncated [N]`` (bool),
+    ``final_obs`` (as ``obs``: each row's true next observation)."""
 
     obs: torch.Tensor
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_obs: torch.Tensor
-    privileged: Optional[torch.Tensor] = None
 
 
 class BatchedEnv(Protocol):
     """N environments stepped together on ``device``, actions ``[N, act_dim]`` in
-    ``[action_low, action_high]`` (tensors ``[act_dim]``), observations ``[N, obs_dim]``."""
+    ``[action_low, action_high]`` (tensors ``[act_dim]``), observations ``[N, obs_dim +
+    privileged_dim]``."""
 
     num_envs: int
     obs_dim: int
     act_dim: int
+    privileged_dim: int
     action_low: torch.Tensor
     action_high: torch.Tensor
     device: torch.device
 
     def reset(self, seed: int) -> torch.Tensor:
-        """Every row's first observation ``[N, obs_dim]``, row ``i`` from seed ``seed + i``."""
+        """Every row's first observation ``[N, obs_dim + privileged_dim]``, row ``i`` from seed
+        ``seed + i``."""
 
     def step(self, action: torch.Tensor) -> BatchedStep:
         """One step of every row, autoreset in the same step."""
@@ -54,6 +60,8 @@ class GymnasiumBatched:
     """A gymnasium vector env (sync or async, ``autoreset_mode`` same-step, Box observations and
     actions) as a ``BatchedEnv``: its numpy arrays become tensors on ``device`` here, the one
     place they cross."""
+
+    privileged_dim = 0
 
     def __init__(self, envs, device="cpu", dtype=torch.float32):
         mode = envs.metadata.get("autoreset_mode")

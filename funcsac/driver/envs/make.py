@@ -13,7 +13,7 @@ import torch
 
 from .dmc import FoldedSeed, is_dmc, register_dmc, render_kwargs
 from .raw import RawObservationEnv
-from .torch_pendulum import TorchPendulum
+from .torch_pendulum import TimedPendulum, TorchPendulum
 from .warp_half_cheetah import WarpHalfCheetah
 
 AutoresetMode = gym.vector.AutoresetMode
@@ -130,6 +130,7 @@ def _render_kwargs(env_id: str, pixels: Pixels) -> dict:
 # by the id a run names: its factory ``(num_envs, device, dtype) -> BatchedEnv`` and the
 # gymnasium environment each of its rows is (what evaluation, specs and loading make)
 BATCHED_ENVS = {"torch/Pendulum-v1": (TorchPendulum, "Pendulum-v1"),
+                "torch/Pendulum-v1-timed": (TimedPendulum, "Pendulum-v1"),
                 "warp/HalfCheetah-v5": (WarpHalfCheetah, "HalfCheetah-v5")}
 
 

@@ -17,7 +17,8 @@ class EnvSpec:
     action space of ``act_dim`` actions has ``low == high - act_dim + 1 == [start]``. Image
     observations (``uint8 [C, H, W]``) have their ``image_shape`` and ``obs_dim`` 0; dict
     observations of images and a state vector (``"pixels"``, ``"state"``) also a
-    ``state_dim``."""
+    ``state_dim``; vector observations may end in ``privileged_dim`` numbers only the critics
+    see (a batched environment's, ``envs.batched``)."""
 
     obs_dim: int
     act_dim: int
@@ -28,14 +29,21 @@ class EnvSpec:
     image_shape: tuple = ()
     state_dim: int = 0
     raw: Optional[RawObservation] = None  # how the env's own observations become these
+    privileged_dim: int = 0
 
     @property
     def obs_shape(self):
-        """One observation's shape: ``image_shape``, or ``(obs_dim,)``; a dict observation's
-        ``{"pixels": image_shape, "state": (state_dim,)}``."""
+        """One observation's shape: ``image_shape``, or ``(obs_dim + privileged_dim,)``; a dict
+        observation's ``{"pixels": image_shape, "state": (state_dim,)}``."""
         if self.state_dim:
             return {"pixels": self.image_shape, "state": (self.state_dim,)}
-        return self.image_shape or (self.obs_dim,)
+        return self.image_shape or (self.obs_dim + self.privileged_dim,)
+
+    @property
+    def actor_obs_shape(self):
+        """One observation's shape as the actor (evaluation, an exported policy) takes it:
+        ``obs_shape`` without the privileged numbers."""
+        return self.obs_shape if self.state_dim or self.image_shape else (self.obs_dim,)
 
     @property
     def policy(self) -> str:
@@ -52,7 +60,8 @@ class EnvSpec:
         return {"obs_dim": self.obs_dim, "act_dim": self.act_dim, "low": self.low.tolist(),
                 "high": self.high.tolist(), "action_dtype": self.action_dtype,
                 "discrete": self.discrete, "image_shape": list(self.image_shape),
-                "state_dim": self.state_dim, "raw": self.raw and self.raw.to_dict()}
+                "state_dim": self.state_dim, "raw": self.raw and self.raw.to_dict(),
+                "privileged_dim": self.privileged_dim}
 
     @classmethod
     def from_dict(cls, values: dict) -> "EnvSpec":
@@ -60,7 +69,8 @@ class EnvSpec:
                    np.asarray(values["low"], np.float64), np.asarray(values["high"], np.float64),
                    str(values["action_dtype"]), bool(values.get("discrete", False)),
                    tuple(int(n) for n in values.get("image_shape", ())),
-                   int(values.get("state_dim", 0)), RawObservation.from_dict(values.get("raw")))
+                   int(values.get("state_dim", 0)), RawObservation.from_dict(values.get("raw")),
+                   int(values.get("privileged_dim", 0)))
 
 
 def check_spaces(env_id: str, obs_space, act_space) -> EnvSpec:

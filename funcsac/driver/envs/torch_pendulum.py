@@ -42,7 +42,7 @@ class TorchPendulum:
     start together, so they end their episodes together: the step count ``t`` is one number on
     the host, and a step reads nothing back from the device."""
 
-    obs_dim, act_dim = 3, 1
+    obs_dim, act_dim, privileged_dim = 3, 1, 0
 
     def __init__(self, num_envs: int, device="cpu", dtype=torch.float32):
         if num_envs < 1:
@@ -62,7 +62,8 @@ class TorchPendulum:
         u = keys.uniform(k, (n, 2), self.dtype) * 2 - 1
         return u[:, 0] * math.pi, u[:, 1]
 
-    def observe(self, th: torch.Tensor, thdot: torch.Tensor) -> torch.Tensor:
+    def observe(self, th: torch.Tensor, thdot: torch.Tensor, t: int = 0) -> torch.Tensor:
+        """The rows' observations ``[cos th, sin th, thdot]`` ``t`` steps into their episode."""
         return torch.stack([torch.cos(th), torch.sin(th), thdot], dim=-1)
 
     def reset(self, seed: int) -> torch.Tensor:
@@ -75,7 +76,7 @@ class TorchPendulum:
         """Put every row in the given state ``[N]`` after ``reset`` (as a test copies
         gymnasium's); returns the observations."""
         self.th, self.thdot = th.to(self.device, self.dtype), thdot.to(self.device, self.dtype)
-        return self.observe(self.th, self.thdot)
+        return self.observe(self.th, self.thdot, self.t)
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps to continue exactly: the rows' states, the key, the step."""
@@ -102,10 +103,22 @@ class TorchPendulum:
         if action.shape != (self.num_envs, 1):
             raise ValueError(f"actions must be [{self.num_envs}, 1], got {list(action.shape)}")
         th, thdot, reward = pendulum_step(self.th, self.thdot, action[:, 0].to(self.dtype))
-        final = self.observe(th, thdot)
         self.t += 1
+        final = self.observe(th, thdot, self.t)
         ended = self.t >= EPISODE_STEPS
         self.th, self.thdot = self._first_states(self.num_envs) if ended else (th, thdot)
         self.t = 0 if ended else self.t
         return BatchedStep(self.observe(self.th, self.thdot) if ended else final, reward,
                            self.ongoing, self.ended if ended else self.ongoing, final)
+
+
+class TimedPendulum(TorchPendulum):
+    """``TorchPendulum`` whose critics also see how far each row is into its 200-step episode
+    (``t / 200``, its one privileged number, after the three the actor sees): the time limit
+    that truncates episodes, which the actor's observations do not hold."""
+
+    privileged_dim = 1
+
+    def observe(self, th: torch.Tensor, thdot: torch.Tensor, t: int = 0) -> torch.Tensor:
+        seen = super().observe(th, thdot)
+        return torch.cat([seen, torch.full_like(seen[:, :1], t / EPISODE_STEPS)], -1)

@@ -49,7 +49,7 @@ class WarpHalfCheetah:
     the step count ``t`` is one number on the host, and a step reads nothing back from the
     device."""
 
-    obs_dim, act_dim = 17, 6
+    obs_dim, act_dim, privileged_dim = 17, 6, 0
 
     def __init__(self, num_envs: int, device="cpu", dtype=torch.float32):
         if num_envs < 1:

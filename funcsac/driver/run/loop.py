@@ -210,8 +210,8 @@ class Run:
         if not self.batched:
             return env_spec(self.envs, self.config.pixels)
         probe = make_vector_env(self.config.env_id, 1)
-        try:
-            return env_spec(probe)
+        try:  # and the privileged numbers only the batched env's critics see
+            return dataclasses.replace(env_spec(probe), privileged_dim=self.envs.privileged_dim)
         finally:
             probe.close()
 

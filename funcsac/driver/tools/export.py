@@ -128,7 +128,8 @@ class _EntriesAsInputs(nn.Module):
 
 def describe_inputs(spec: EnvSpec) -> str:
     """The exported policy's inputs, as ``"obs [B, 3] float32"``."""
-    shapes = spec.obs_shape if isinstance(spec.obs_shape, dict) else {"obs": spec.obs_shape}
+    shape = spec.actor_obs_shape
+    shapes = shape if isinstance(shape, dict) else {"obs": shape}
     return ", ".join(f"{name} [B, {', '.join(map(str, shape))}] "
                      f"{'uint8' if len(shape) == 3 else 'float32'}"
                      for name, shape in shapes.items())
@@ -156,7 +157,7 @@ def export_policy(agent, path: Union[str, Path], fmt: str,
     spec, batch = agent.spec, torch.export.Dim("batch")
     zeros = lambda shape: torch.zeros(2, *shape, dtype=torch.uint8 if len(shape) == 3  # noqa: E731
                                       else torch.float32)
-    example = map_obs(zeros, spec.obs_shape)
+    example = map_obs(zeros, spec.actor_obs_shape)
     dynamic_shapes = (map_obs(lambda _: {0: batch}, example),)
     if fmt == "torch-export":
         program = torch.export.export(module, (example,), dynamic_shapes=dynamic_shapes)

@@ -39,7 +39,7 @@ from ...batch import Batch
 from ...accel.grads import grad_and_value
 from ...losses import ActorOut, CriticOut, Losses, alpha_temperature_loss, policy_loss, soft_target
 from ...networks import Params, apply_network, decay_mask, module_params
-from ...policy import actor_gaussian
+from ...policy import actor_gaussian, actor_obs
 from ...optim import adam_init, adam_update
 from ...registry import Algorithm, is_real, register, setting
 from ...state import SACState, Static, trainable
@@ -101,7 +101,8 @@ def optimistic_policy(static: Static, params: Params, obs: torch.Tensor, mean: t
                       std: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """The optimistic actor's Gaussian before the tanh for the actor's ``mean, std [B, A]``:
     ``(mean + shift(obs, mean), std_multiplier * std)``."""
-    shift = apply_network(static.extra["actor"], params, torch.cat([obs, mean], -1))
+    shift = apply_network(static.extra["actor"], params,
+                          torch.cat([actor_obs(static.config, obs), mean], -1))
     return mean + shift, std * static.config.algorithm_options.std_multiplier
 
 

@@ -17,7 +17,7 @@ from ... import keys
 from ...batch import Batch
 from ...losses import ActorOut, CriticOut, Losses, bootstrap, reduce_critics, target_subset
 from ...networks import Params, apply_network, dropout_key_names, map_critics, with_dropout_keys
-from ...policy import PolicyFamily
+from ...policy import PolicyFamily, actor_obs
 from ...registry import Algorithm, register, register_policy
 from ...state import SACState
 
@@ -89,7 +89,7 @@ class Categorical(PolicyFamily):
         return input_dim, act_dim  # all actions' values
 
     def act(self, static, actor, obs, noise=None):
-        logits = apply_network(static.actor, actor, obs)
+        logits = apply_network(static.actor, actor, actor_obs(static.config, obs))
         if noise is not None:
             logits = logits + gumbel(noise.to(logits.dtype))
         return logits.argmax(-1, keepdim=True).to(obs.dtype)
@@ -110,7 +110,7 @@ def discrete_target(state: SACState, batch: Batch, key: torch.Tensor) -> torch.T
     ``num_target_critics`` of the targets."""
     cfg, static = state.config, state.static
     k_subset, k_dropout = keys.split(key, 2)
-    log_p = apply_logits(static.actor, state.actor, batch.next_obs)
+    log_p = apply_logits(static.actor, state.actor, actor_obs(cfg, batch.next_obs))
     target = target_subset(cfg, state.target_critic, k_subset)
     q = reduce_critics(apply_q_values(static.critic, target, batch.next_obs, k_dropout),
                        cfg.target_q_reduction)
@@ -134,7 +134,7 @@ def discrete_actor_loss(actor: Params, state: SACState, batch: Batch,
     ``config.actor_q_reduction``) over the critics; returns ``(loss, ActorOut(E_pi[log pi] [B]))``,
     the negative entropy, which the temperature loss takes in place of a sampled log-prob."""
     static = state.static
-    log_p = apply_logits(static.actor, actor, batch.obs)
+    log_p = apply_logits(static.actor, actor, actor_obs(state.config, batch.obs))
     q = reduce_critics(apply_q_values(static.critic, state.critic, batch.obs, key),
                        state.config.actor_q_reduction)
     p = log_p.exp()
