@@ -49,7 +49,8 @@ def test_getting_started_shows_the_readmes_commands():
 OTHER_FLAGS = {"--benchmark-only": "pytest-benchmark", "--benchmark-json": "pytest-benchmark",
                "--dist": "pytest-xdist", "--strict": "mkdocs build", "--logdir": "tensorboard",
                "--port": "tensorboard, ray start", "--head": "ray start",
-               "--delta": "the option of the variant docs/extending.md registers"}
+               "--delta": "the option of the variant docs/extending.md registers",
+               "--nproc-per-node": "torchrun"}
 HISTORY = {"docs/changelog.md"}  # names things as they were
 
 
