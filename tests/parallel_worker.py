@@ -3,7 +3,9 @@
 
 Rank ``r`` takes rows ``[r * B, (r + 1) * B)`` of each step's batch of ``W * B`` rows
 (``make_batch(cfg, W * B, seed=step)``), and writes to ``OUT/rank{r}.pt`` its state's leaves
-after ``COMPARED`` steps and the digest of its state after every step."""
+after ``COMPARED`` steps and the digest of its state after every step. CASE ``train``: a
+``funcsac.train`` run of STEPS env steps into ``OUT/run`` in the process group set up here, as
+code that runs its own (Ray Train's workers) calls it."""
 import sys
 
 import torch
@@ -11,7 +13,7 @@ import torch.distributed as dist
 
 import funcsac
 from funcsac.parallel import Ranks, parallel_losses, state_digest
-from helpers import make_batch, small_config
+from helpers import TINY, make_batch, small_config
 
 B, COMPARED = 8, 3
 CASES = {"sac": dict(), "redq": dict(num_critics=5, num_target_critics=2),
@@ -20,6 +22,12 @@ CASES = {"sac": dict(), "redq": dict(num_critics=5, num_target_critics=2),
 
 def main(out: str, steps: int, case: str) -> None:
     dist.init_process_group("gloo")
+    if case == "train":
+        funcsac.train(funcsac.TrainConfig(**{**TINY, "env_id": "Pendulum-v1", "total_steps": steps,
+                                             "learning_starts": steps // 2}), f"{out}/run")
+        assert dist.is_initialized()  # the caller's group, left to the caller
+        dist.destroy_process_group()
+        return
     ranks = Ranks.current()
     cfg = small_config(dtype=torch.float64, gamma=0.9, tau=0.05, **CASES[case])
     losses = parallel_losses(funcsac.losses_for(cfg), ranks)

@@ -4,6 +4,7 @@ other with a clear error and leaves the checkpoints a resume continues from."""
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -35,6 +36,15 @@ def test_two_ranks_train_one_agent_on_their_own_envs(tmp_path):
     assert (run / "eval.csv").exists() and not (run / "ranks" / "1" / "eval.csv").exists()
     seeds = [load_checkpoint(d / "checkpoint.pt")["envs"] for d in (run, run / "ranks" / "1")]
     assert not torch.equal(seeds[0]["th"], seeds[1]["th"])  # each rank its own envs
+
+
+def test_a_process_group_set_up_by_the_caller_runs_the_ranks(tmp_path):
+    done = torchrun(2, Path(__file__).parent / "parallel_worker.py", tmp_path, 200, "train",
+                    cwd=Path(__file__).parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = (load_checkpoint(d / "checkpoint.pt")
+                     for d in (tmp_path / "run", tmp_path / "run" / "ranks" / "1"))
+    assert first["progress"]["env_step"] == 200 and agents_equal(first, second)
 
 
 def _start_ranks(run, steps: int, *extra):

@@ -33,10 +33,11 @@ from funcsac.driver.envs.make import gymnasium_id, make_batched_env
 TASKS = {"pendulum": "torch/Pendulum-v1", "cheetah": "warp/HalfCheetah-v5"}
 
 
-def make(env_id: str, n: int):
-    """``n`` rows of ``env_id``: a batched env, or gymnasium's vector env behind the protocol."""
+def make(env_id: str, n: int, device: str = "cpu"):
+    """``n`` rows of ``env_id`` on ``device``: a batched env, or gymnasium's vector env behind the
+    protocol."""
     if env_id != gymnasium_id(env_id):
-        return make_batched_env(env_id, n, "cpu", torch.float32)
+        return make_batched_env(env_id, n, device, torch.float32)
     return GymnasiumBatched(gym.vector.SyncVectorEnv(
         [lambda: gym.make(env_id) for _ in range(n)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP))
@@ -46,12 +47,21 @@ def steps_per_s(env, steps: int) -> float:
     """Env steps per second of ``steps`` batched steps of ``env`` (reset first, not timed)."""
     env.reset(seed=0)
     u = torch.rand(steps, env.num_envs, env.act_dim, generator=torch.Generator().manual_seed(0))
-    actions = env.action_low + u * (env.action_high - env.action_low)
+    actions = (env.action_low.cpu() + u * (env.action_high - env.action_low).cpu()).to(
+        env.device)
     env.step(actions[0])  # a first step outside the clock (a Warp model's kernels load)
+    synchronize(env.device)
     start = time.perf_counter()
     for a in actions:
         env.step(a)
+    synchronize(env.device)
     return steps * env.num_envs / (time.perf_counter() - start)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the work queued on ``device`` (a CUDA GPU's) to finish."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def train_rate(env_id: str, n: int, steps: int) -> float:

@@ -13,10 +13,13 @@ tests):
    seconds, then 1 seed for a third of that (a callback stops each once it has evaluated): env
    steps per second (aggregate over the seeds; over the whole run and over its second half,
    after the compile) and the evaluations. ``OUT/training.json``, rewritten after each run.
-3. ``OUT/gpu.png``: the update times and the training curves.
+3. Batched environments: env steps per second of ``torch/Pendulum-v1`` and, with the ``warp``
+   extra, ``warp/HalfCheetah-v5`` (MuJoCo Warp) at 4,096 rows on the device, random actions.
+   ``OUT/batched_envs.json``.
+4. ``OUT/gpu.png``: the update times and the training curves.
 
 ``--tiny`` (the CPU dry run that the tests take): 16-wide networks, Pendulum-v1, 2 seeds, a few
-seconds each.
+seconds each; 4 batched rows.
 """
 import argparse
 import json
@@ -29,6 +32,7 @@ import funcsac
 import torch
 
 from bench.common.measure import synced
+from bench.studies.batched_envs import make, steps_per_s
 from bench.common.workloads import random_batch, stepper
 
 # name: (obs_dim, act_dim, TrainConfig settings)
@@ -183,7 +187,24 @@ def main() -> None:
                              "error": clipped(error)})
         (args.out / "training.json").write_text(
             json.dumps({**header, "runs": training}, indent=1))
+    (args.out / "batched_envs.json").write_text(json.dumps(
+        {**header, "rows": batched_env_rows(device, 4 if args.tiny else 4096,
+                                            3 if args.tiny else 100)}, indent=1))
     plot(args.out, updates, training)
+
+
+def batched_env_rows(device: str, rows: int, steps: int) -> list:
+    """Env steps per second of ``rows`` rows of each batched environment on ``device`` (an
+    environment that cannot be made or stepped records its error)."""
+    found = []
+    for env_id in ("torch/Pendulum-v1", "warp/HalfCheetah-v5"):
+        try:
+            found.append({"env_id": env_id, "rows": rows,
+                          "env_steps_per_s": steps_per_s(make(env_id, rows, device), steps)})
+        except Exception as error:  # recorded; the next one still goes
+            found.append({"env_id": env_id, "rows": rows, "error": clipped(error)})
+        print(found[-1], flush=True)
+    return found
 
 
 if __name__ == "__main__":
