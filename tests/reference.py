@@ -149,10 +149,7 @@ class ReferenceSAC:
         obs, target_batch = self.critic_inputs(batch)
         target = self.view_target(self.target(target_batch, k_target, alpha))
         critic_loss = self.critic_loss(obs, target_batch.action, target, target_batch.weight)
-        self.critic_opt.zero_grad()
-        critic_loss.backward()
-        self._clip(self.critic_params())
-        self.critic_opt.step()
+        self.descend(self.critic_opt, critic_loss, self.critic_params())
         if self.step % cfg.target_update_every == 0:
             self.polyak()
 
@@ -162,14 +159,9 @@ class ReferenceSAC:
         actor_loss = (alpha * logp - self.actor_value(obs, a)).mean()
         alpha_loss = self.alpha_loss(logp.detach())
         if self.step % cfg.policy_delay == 0:
-            self.actor_opt.zero_grad()
-            actor_loss.backward()
-            self._clip(list(self.actor.parameters()))
-            self.actor_opt.step()
+            self.descend(self.actor_opt, actor_loss, self.actor.parameters())
             if cfg.learn_alpha:
-                self.alpha_opt.zero_grad()
-                alpha_loss.backward()
-                self.alpha_opt.step()
+                self.descend(self.alpha_opt, alpha_loss)
         self.step += 1
         return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
                 "alpha_loss": alpha_loss.detach(), "alpha": alpha,
@@ -190,6 +182,13 @@ class ReferenceSAC:
     def _clip(self, params):
         if self.cfg.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+
+    def descend(self, opt, loss, clipped=()):
+        """One step of ``opt`` on ``loss``, the gradients of ``clipped`` clipped first."""
+        opt.zero_grad()
+        loss.backward()
+        self._clip(list(clipped))
+        opt.step()
 
     def params(self):
         """Parameters laid out as funcsac's state."""

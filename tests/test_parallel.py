@@ -27,21 +27,15 @@ class TwoRanksReference(ReferenceSAC):
         critic_loss = sum(self.critic_loss(h.obs, h.action,
                                            self.target(h, keys.fold_in(k_target, r), alpha),
                                            h.weight) for r, h in enumerate(halves)) / 2
-        self.critic_opt.zero_grad()
-        critic_loss.backward()
-        self.critic_opt.step()
+        self.descend(self.critic_opt, critic_loss)
         self.polyak()
         actor_loss = alpha_loss = 0
         for r, h in enumerate(halves):
             a, logp = self.sample(h.obs, keys.split(keys.fold_in(k_actor, r), 2)[0])
             actor_loss = actor_loss + (alpha * logp - self.actor_value(h.obs, a)).mean() / 2
             alpha_loss = alpha_loss + self.alpha_loss(logp.detach()) / 2
-        self.actor_opt.zero_grad()
-        actor_loss.backward()
-        self.actor_opt.step()
-        self.alpha_opt.zero_grad()
-        alpha_loss.backward()
-        self.alpha_opt.step()
+        self.descend(self.actor_opt, actor_loss)
+        self.descend(self.alpha_opt, alpha_loss)
         self.step += 1
 
 
