@@ -25,6 +25,18 @@ AT_100K = {
         {task: figures[100_000] for task, figures in MRQ.items()},
     ("SAC", "UTD 1, 10 seeds", "dojeon-ai/SimbaV2 results/baseline/"):
         {"HalfCheetah": 6156, "Hopper": 1103, "Walker2d": 690, "Ant": 747, "Humanoid": 632},
+    # the 2026 rows: each file's evaluation at 100,000 steps (REDQ's and DroQ's at 99,996)
+    ("DR.Q", "10 seeds", "dmksjfl/DR.Q results/drq.csv (cc307a5)"):
+        {"HalfCheetah": 9439, "Hopper": 2258, "Walker2d": 4151, "Ant": 3817, "Humanoid": 1102},
+    ("FoG", "10 seeds", "dmksjfl/DR.Q results/fog.csv (cc307a5)"):
+        {"HalfCheetah": 7596, "Hopper": 1988, "Walker2d": 2419, "Ant": 3336, "Humanoid": 1264},
+    ("SimbaV2", "UTD 8, 5 seeds",
+     "dojeon-ai/SimbaV2 results/baseline/simbaV2_utd8.csv (14fafb2)"):
+        {"HalfCheetah": 7505, "Hopper": 2927, "Walker2d": 4488, "Ant": 3942, "Humanoid": 1825},
+    ("REDQ", "UTD 20, 10 seeds", "dojeon-ai/SimbaV2 results/baseline/redq_utd20.csv (14fafb2)"):
+        {"HalfCheetah": 7823, "Hopper": 2750, "Walker2d": 3459, "Ant": 3287, "Humanoid": 1319},
+    ("DroQ", "UTD 20, 10 seeds", "dojeon-ai/SimbaV2 results/baseline/droq_utd20.csv (14fafb2)"):
+        {"HalfCheetah": 7744, "Hopper": 1813, "Walker2d": 2277, "Ant": 1365, "Humanoid": 1278},
 }
 # the lowest and highest seed at 100,000 steps, where a result file gives each seed
 SEED_RANGE_100K = {
@@ -34,12 +46,28 @@ SEED_RANGE_100K = {
     ("XQC", "10 seeds"):
         {"HalfCheetah": (6363, 10809), "Hopper": (523, 3537), "Walker2d": (355, 5343),
          "Ant": (11, 5874), "Humanoid": (389, 7355)},
+    ("DR.Q", "10 seeds"):
+        {"HalfCheetah": (8809, 10272), "Hopper": (967, 3305), "Walker2d": (1786, 5085),
+         "Ant": (1444, 5588), "Humanoid": (184, 2350)},
+    ("FoG", "10 seeds"):
+        {"HalfCheetah": (5736, 9875), "Hopper": (1112, 3386), "Walker2d": (-2, 5005),
+         "Ant": (1004, 5240), "Humanoid": (913, 1942)},
+    ("SimbaV2", "UTD 8, 5 seeds"):
+        {"HalfCheetah": (6029, 9979), "Hopper": (1939, 3577), "Walker2d": (2280, 5542),
+         "Ant": (1212, 4962), "Humanoid": (853, 3211)},
+    ("REDQ", "UTD 20, 10 seeds"):
+        {"HalfCheetah": (7132, 9319), "Hopper": (1237, 3613), "Walker2d": (1502, 4895),
+         "Ant": (894, 4725), "Humanoid": (589, 4936)},
+    ("DroQ", "UTD 20, 10 seeds"):
+        {"HalfCheetah": (5819, 9345), "Hopper": (676, 3306), "Walker2d": (237, 4470),
+         "Ant": (97, 3229), "Humanoid": (649, 3066)},
 }
 # the published method a funcsac preset is measured against (its paper's own figure)
 METHOD_OF_PRESET = {"sac": ("SAC", "UTD 1, 10 seeds"), "crossq": ("CrossQ", "UTD 1, 10 seeds"),
                     "simbav2": ("SimbaV2", "UTD 2, 10 seeds"),
                     "simbav2-utd1": ("SimbaV2", "UTD 1, 5 seeds"),
-                    "flashsac": ("FlashSAC", "UTD 1, 5 seeds")}
+                    "flashsac": ("FlashSAC", "UTD 1, 5 seeds"),
+                    "redq": ("REDQ", "UTD 20, 10 seeds"), "droq": ("DroQ", "UTD 20, 10 seeds")}
 
 
 def published_at_100k(preset: str, task: str):
