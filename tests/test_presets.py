@@ -81,3 +81,12 @@ def test_every_per_task_setting_is_a_setting_of_its_preset():
             assert source and values
             assert preset(name, "NoSuchTask-v0").get(setting, None) == default
             assert set(per_task_choices(name, "Hopper-v5")) == set(table)
+
+
+def test_flashsac_published_is_flashsac_with_the_published_runs_actor_head():
+    later, published = preset("flashsac"), preset("flashsac-published")
+    changed = {k for k in later.keys() | published.keys() if later.get(k) != published.get(k)}
+    assert changed == {"policy_head", "log_std_min", "log_std_max"}
+    agent = _agent(["--preset", "flashsac-published"])
+    assert (agent.network_options.policy_head, agent.log_std_min, agent.log_std_max) == (
+        "unit", -10.0, 2.0)

@@ -44,6 +44,14 @@ SETTINGS = {"algorithm": "flashsac", "network": "flashsac", "hidden_sizes": (256
 
 register_preset("flashsac", SETTINGS)
 
+# FlashSAC as the code that produced its published Gym MuJoCo results ran it (leeyngdo/FlashSAC at
+# 87edc90, the commit of Holiday-Robot/FlashSAC's HEAD beside results/stateRL_cpusim/FlashSAC.csv):
+# flashsac with that code's actor head, separate mean and log-std layers with unit-norm rows,
+# kept unit-norm after every step, the log-std tanh-squashed into [-10, 2] (layer.py:111-142,
+# agents/utils/network.py:50). What else still differs from those runs: docs/algorithms.md.
+register_preset("flashsac-published", {**SETTINGS, "policy_head": "unit", "log_std_min": -10.0,
+                                       "log_std_max": 2.0})
+
 # FlashSAC with many environments at once, as its GPU-simulator scripts run it (leeyngdo/FlashSAC
 # at f2da589, scripts/run_mjlab.sh and run_isaaclab.sh, the same values in both): 1,024
 # environments (num_train_envs), a replay buffer of 10M rows (buffer_max_length), learning after
