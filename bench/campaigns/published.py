@@ -67,6 +67,7 @@ METHOD_OF_PRESET = {"sac": ("SAC", "UTD 1, 10 seeds"), "crossq": ("CrossQ", "UTD
                     "simbav2": ("SimbaV2", "UTD 2, 10 seeds"),
                     "simbav2-utd1": ("SimbaV2", "UTD 1, 5 seeds"),
                     "flashsac": ("FlashSAC", "UTD 1, 5 seeds"),
+                    "flashsac-published": ("FlashSAC", "UTD 1, 5 seeds"),
                     "redq": ("REDQ", "UTD 20, 10 seeds"), "droq": ("DroQ", "UTD 20, 10 seeds")}
 
 

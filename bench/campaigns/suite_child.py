@@ -77,9 +77,9 @@ OWN_SETTINGS = {
 }
 # a preset with one or two settings changed, by name: (the preset, the settings over it)
 VARIANTS = {
-    # flashsac with the actor's head of the code that ran FlashSAC's published results
-    "flashsac-unit-head": ("flashsac", {"policy_head": "unit", "log_std_min": -10.0,
-                                        "log_std_max": 2.0}),
+    # the first name of flashsac-published (flashsac with the actor's head of the code that ran
+    # FlashSAC's published results), which the campaign's earlier rows carry
+    "flashsac-unit-head": ("flashsac-published", {}),
     # flashsac with its random actions before learning held as the policy's noise
     "flashsac-held-random": ("flashsac", {"hold_random_actions": True}),
 }
