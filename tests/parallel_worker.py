@@ -5,7 +5,9 @@ Rank ``r`` takes rows ``[r * B, (r + 1) * B)`` of each step's batch of ``W * B``
 (``make_batch(cfg, W * B, seed=step)``), and writes to ``OUT/rank{r}.pt`` its state's leaves
 after ``COMPARED`` steps and the digest of its state after every step. CASE ``train``: a
 ``funcsac.train`` run of STEPS env steps into ``OUT/run`` in the process group set up here, as
-code that runs its own (Ray Train's workers) calls it."""
+code that runs its own (Ray Train's workers) calls it. CASE ``from_rank_zero``: each rank's
+state of seed ``rank`` made rank 0's (``ranks.from_rank_zero``), its digest to
+``OUT/rank{r}.pt``."""
 import sys
 
 import torch
@@ -22,6 +24,13 @@ CASES = {"sac": dict(), "redq": dict(num_critics=5, num_target_critics=2),
 
 def main(out: str, steps: int, case: str) -> None:
     dist.init_process_group("gloo")
+    if case == "from_rank_zero":
+        from funcsac.driver.run.ranks import from_rank_zero
+        cfg = small_config(algorithm="crossq", critic_batch_renorm=True)
+        state = from_rank_zero(Ranks.current(), funcsac.init_state(cfg, seed=dist.get_rank()))
+        torch.save({"digests": state_digest(state)}, f"{out}/rank{dist.get_rank()}.pt")
+        dist.destroy_process_group()
+        return
     if case == "train":
         funcsac.train(funcsac.TrainConfig(**{**TINY, "env_id": "Pendulum-v1", "total_steps": steps,
                                              "learning_starts": steps // 2}), f"{out}/run")

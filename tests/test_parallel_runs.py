@@ -8,8 +8,10 @@ from pathlib import Path
 
 import torch
 
+import funcsac
 from funcsac.driver.run.checkpoint import load_checkpoint
-from helpers import free_port, rank_env, torchrun
+from funcsac.parallel import state_digest
+from helpers import free_port, rank_env, small_config, torchrun
 
 TINY = ["--hidden-sizes", "16", "16", "--batch-size", "32", "--no-compile", "--no-progress",
         "--eval-episodes", "1"]
@@ -45,6 +47,18 @@ def test_a_process_group_set_up_by_the_caller_runs_the_ranks(tmp_path):
     first, second = (load_checkpoint(d / "checkpoint.pt")
                      for d in (tmp_path / "run", tmp_path / "run" / "ranks" / "1"))
     assert first["progress"]["env_step"] == 200 and agents_equal(first, second)
+
+
+def test_every_rank_starts_from_rank_zeros_state(tmp_path):
+    """Ranks whose initialisations differ (here: their seeds; in practice another BLAS path's
+    rounding of an orthogonal init) start from rank 0's state."""
+    done = torchrun(2, Path(__file__).parent / "parallel_worker.py", tmp_path, 0,
+                    "from_rank_zero", cwd=Path(__file__).parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    digests = [torch.load(tmp_path / f"rank{r}.pt")["digests"] for r in (0, 1)]
+    own = state_digest(funcsac.init_state(small_config(algorithm="crossq",
+                                                        critic_batch_renorm=True), seed=0))
+    assert torch.equal(digests[0], digests[1]) and torch.equal(digests[0], own)
 
 
 def _start_ranks(run, steps: int, *extra):

@@ -51,7 +51,7 @@ from .learner import Learner
 from .step_functions import initial_state, replay_buffer
 from .logs import Timings
 from .progress import Progress, crossed
-from .ranks import (RunRanks, any_rank, check_same_state, gathered, joined,
+from .ranks import (RunRanks, any_rank, check_same_state, from_rank_zero, gathered, joined,
                     lost_rank_is_an_error, rank_device, rank_dir)
 from .recorder import Recorder
 from .resume import check_resumable, retune, start_fresh_episodes
@@ -177,7 +177,7 @@ class Run:
             self.offline = dataset_buffer(config.offline_data, self.spec, self.device,
                                           sac_config.dtype, config.n_step,
                                           None if config.offline_any_env else config.env_id)
-        self.state = initial_state(config, sac_config)
+        self.state = from_rank_zero(self.ranks, initial_state(config, sac_config))
         self.buffers = [replay_buffer(config, self.spec, sac_config) for _ in self.agents]
         check_buffer_memory(self.buffers, config.total_steps)
         self.buffer_manifests = [{} for _ in self.agents]

@@ -18,10 +18,12 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import optree
 import torch
 import torch.distributed as dist
 
 from ...parallel import Ranks, state_digest
+from ...registry import NAMESPACE
 
 # how long a rank waits for the others at a collective before it gives up
 TIMEOUT = datetime.timedelta(minutes=10)
@@ -104,6 +106,20 @@ def gathered(ranks: Ranks, value: torch.Tensor) -> torch.Tensor:
     with lost_rank_is_an_error(ranks):
         dist.all_gather(out, value, group=ranks.control)
     return torch.stack(out)
+
+
+def from_rank_zero(ranks: Ranks, state):
+    """``state`` (a fresh one, whose tensors no one else holds) with rank 0's values in every
+    tensor: the ranks start from the same state even where their kernels round its
+    initialisation differently (an orthogonal init's QR on another BLAS path). From there the
+    averaged gradients keep them equal."""
+    if ranks.world == 1:
+        return state
+    with lost_rank_is_an_error(ranks):
+        for leaf in optree.tree_leaves(state, namespace=NAMESPACE):
+            if isinstance(leaf, torch.Tensor):
+                dist.broadcast(leaf, src=0, group=ranks.group)
+    return state
 
 
 def check_same_state(ranks: Ranks, state, step: int) -> None:
