@@ -134,9 +134,9 @@ def test_simba_at_sbx_has_the_shapes_of_sbx_s_simba_policy(bench_imports):
 
 
 def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(bench_imports):
-    """``flashsac-unit-head``: the flashsac preset with the actor's head of the code that ran
-    FlashSAC's published results; ``flashsac-held-random``: with its random actions held; each
-    with FlashSAC's published figure beside it and no sbx peer."""
+    """``flashsac-unit-head``: the flashsac-published preset (flashsac with the actor's head of
+    the code that ran FlashSAC's published results); ``flashsac-held-random``: flashsac with its
+    random actions held; each with FlashSAC's published figure beside it and no sbx peer."""
     import funcsac
     from bench.campaigns.suite import published_figure
     from bench.campaigns.suite_child import SBX, peer_of, preset_and_settings
@@ -149,7 +149,7 @@ def test_a_variant_of_a_preset_is_its_preset_with_the_settings_it_changes(bench_
         sac = cfg.sac_config(11, 3)
         assert (sac.network_options.policy_head, sac.log_std_min, sac.log_std_max,
                 cfg.hold_random_actions, sac.precision) == (*expected, "bf16"), algo
-        assert peer_of(algo) == "flashsac" and "flashsac" not in SBX
+        assert peer_of(algo) == name and name not in SBX  # no sbx peer
         assert published_figure(algo, "Hopper-v5", 100_000) == "2,121 (FlashSAC)"
 
 
