@@ -99,13 +99,15 @@ def any_rank(ranks: Ranks, *flags: bool) -> list:
     return [bool(v) for v in values]
 
 
-def gathered(ranks: Ranks, value: torch.Tensor) -> torch.Tensor:
-    """``value`` (a CPU tensor, the same shape on every rank) of every rank, stacked
-    ``[world, ...]``."""
-    out = [torch.empty_like(value) for _ in range(ranks.world)]
+def gathered(ranks: Ranks, value: torch.Tensor, on_device: bool = False) -> torch.Tensor:
+    """``value`` (the same shape on every rank) of every rank, stacked ``[world, ...]``: over
+    the control group (a CPU tensor), or ``on_device`` over the update's group (a tensor on the
+    training device); bool tensors travel as uint8."""
+    wire = value.to(torch.uint8) if value.dtype == torch.bool else value.contiguous()
+    out = [torch.empty_like(wire) for _ in range(ranks.world)]
     with lost_rank_is_an_error(ranks):
-        dist.all_gather(out, value, group=ranks.control)
-    return torch.stack(out)
+        dist.all_gather(out, wire, group=ranks.group if on_device else ranks.control)
+    return torch.stack(out).to(value.dtype)
 
 
 def from_rank_zero(ranks: Ranks, state):
@@ -181,12 +183,5 @@ def observed_on_every_rank(observe_fn, ranks: Ranks):
         return observe_fn
 
     def observe_all(state, *rows):
-        every = []
-        for x in rows:
-            wire = x.to(torch.uint8) if x.dtype == torch.bool else x.contiguous()
-            parts = [torch.empty_like(wire) for _ in range(ranks.world)]
-            with lost_rank_is_an_error(ranks):
-                dist.all_gather(parts, wire, group=ranks.group)
-            every.append(torch.cat(parts).to(x.dtype))
-        return observe_fn(state, *every)
+        return observe_fn(state, *(gathered(ranks, x, on_device=True).flatten(0, 1) for x in rows))
     return observe_all
